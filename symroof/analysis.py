@@ -1,0 +1,130 @@
+"""Analysis: a graph's costs under a convention, as SymPy expressions.
+
+>>> from symroof.symbols import n
+>>> from symroof.workloads import gemm
+>>> gemm(n, n, n).intensity
+2*n/(3*b)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from types import MappingProxyType
+
+import sympy as sp
+
+from symroof.cost import Convention, Cost, FlopCount, op_cost
+from symroof.errors import SymroofError
+from symroof.ir import Graph, Kind, OpGroup, as_expr
+
+__all__ = ["Analysis", "Workload", "analyze"]
+
+
+@dataclass(frozen=True, eq=False)
+class Analysis:
+    """FLOPs ``flops``, counted bytes ``bytes`` and ``intensity = flops/bytes`` of a graph.
+
+    ``cost`` keeps every tensor kind; ``bytes`` and ``bytes_by_kind`` hold only the kinds
+    the convention counts. ``tokens`` is how many tokens one run processes (for LM
+    workloads: B in a decode step, B*S in a prefill), or None.
+    """
+
+    graph: Graph
+    convention: Convention = Convention()
+    tokens: sp.Expr | None = None
+    notes: tuple[str, ...] = ()
+    assumptions: tuple[str, ...] = ()
+
+    @cached_property
+    def per_op(self) -> Mapping[str, Cost]:
+        """Cost of each op (all its occurrences), in topological order."""
+        return MappingProxyType({op.name: op_cost(self.graph, op, self.convention)
+                                 for op in self.graph.ops})
+
+    @cached_property
+    def cost(self) -> Cost:
+        """Total cost with traffic of every tensor kind."""
+        total = Cost()
+        for c in self.per_op.values():
+            total = total + c
+        return total
+
+    @cached_property
+    def counted(self) -> Cost:
+        """Total cost with traffic of the counted tensor kinds only."""
+        return self.cost.only(self.convention.traffic)
+
+    @property
+    def flops(self) -> sp.Expr:
+        return self.counted.flops
+
+    @property
+    def bytes(self) -> sp.Expr:
+        return self.counted.bytes
+
+    @property
+    def bytes_read(self) -> sp.Expr:
+        return self.counted.bytes_read
+
+    @property
+    def bytes_written(self) -> sp.Expr:
+        return self.counted.bytes_written
+
+    @property
+    def bytes_by_kind(self) -> Mapping[Kind, sp.Expr]:
+        return self.counted.bytes_by_kind
+
+    @cached_property
+    def intensity(self) -> sp.Expr:
+        """FLOPs per byte, as one cancelled fraction."""
+        if self.bytes == 0:
+            raise SymroofError(f"graph {self.graph.name!r}: no counted traffic, "
+                               "so intensity is undefined")
+        return sp.cancel(self.flops / self.bytes)
+
+    def op_intensity(self, name: str) -> sp.Expr:
+        """Intensity of one op under this convention."""
+        c = self.per_op[name].only(self.convention.traffic)
+        return sp.cancel(c.flops / c.bytes)
+
+    def with_convention(self, **changes: object) -> Analysis:
+        """The same graph analysed under a changed convention (e.g. ``flops="exact"``)."""
+        old = self.convention
+        conv = Convention(flops=changes.pop("flops", old.flops),  # type: ignore[arg-type]
+                          ops=changes.pop("ops", old.ops),  # type: ignore[arg-type]
+                          traffic=changes.pop("traffic", old.traffic))  # type: ignore[arg-type]
+        if changes:
+            raise SymroofError(f"with_convention: unknown option(s) {', '.join(changes)}")
+        return Analysis(self.graph, conv, self.tokens, self.notes, self.assumptions)
+
+    def subs(self, values: Mapping[sp.Symbol, object]) -> dict[str, sp.Expr]:
+        """flops, bytes and intensity with ``values`` substituted (exact)."""
+        return {"flops": self.flops.subs(values), "bytes": self.bytes.subs(values),
+                "intensity": self.intensity.subs(values)}
+
+
+#: Workload builders return an Analysis; the name reads better at call sites.
+Workload = Analysis
+
+
+def analyze(graph: Graph, *, flops: FlopCount | str = FlopCount.TWO_PER_MAC,
+            ops: Iterable[OpGroup | str] | None = None,
+            traffic: Iterable[Kind | str] | None = None,
+            tokens: object | None = None) -> Analysis:
+    """Analyse ``graph``: FLOPs, bytes and intensity under the named convention.
+
+    >>> from symroof.symbols import B, D
+    >>> g = Graph("relu")
+    >>> y = g.elementwise(g.input("x", (B, D)), name="relu")
+    >>> analyze(g).intensity
+    1/(2*b)
+    """
+    if not isinstance(graph, Graph):
+        raise SymroofError(f"analyze: expected a symroof Graph, got {type(graph).__name__}")
+    graph.validate()
+    conv = Convention(flops=flops,  # type: ignore[arg-type]
+                      ops=frozenset(OpGroup) if ops is None else ops,  # type: ignore[arg-type]
+                      traffic=frozenset(Kind) if traffic is None else traffic)  # type: ignore[arg-type]
+    return Analysis(graph, conv, None if tokens is None else as_expr(tokens, "tokens"))

@@ -1,0 +1,213 @@
+"""The ``symroof`` command: thin argument parsing over the library.
+
+Every command takes ``--json``. Bad input prints one line ``symroof: error: ...`` to
+stderr and exits 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import NoReturn
+
+import sympy as sp
+
+from symroof.errors import SymroofError
+
+__all__ = ["main", "build_parser"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
+        raise SymroofError(f"{self.prog}: {message}")
+
+
+# -- workloads the CLI can build ------------------------------------------------
+
+def _workload_builders() -> dict[str, tuple[str, Callable[[argparse.Namespace], object]]]:
+    from symroof import symbols as s
+    from symroof import workloads as w
+
+    builders: dict[str, tuple[str, Callable[[argparse.Namespace], object]]] = {
+        "gemm": ("C[M,N] = A[M,K] @ B[K,N]", lambda a: w.gemm(s.M, s.N, s.K, flops=a.flops)),
+        "gemv": ("y[N] = W[N,K] @ x[K] (GEMM with M = 1)",
+                 lambda a: w.gemv(s.N, s.K, flops=a.flops)),
+        "elementwise": ("n outputs at --flops-per-element each (ReLU: 1)",
+                        lambda a: w.elementwise(s.n, flops_per_element=a.flops_per_element)),
+        "conv2d": ("convolution via im2col (--lowering explicit|implicit); symbols "
+                   "N C H W K R S_f", lambda a: w.conv2d(
+                       s.N, s.C, s.H, s.dim("W"), s.K, (s.dim("R"), s.dim("S_f")),
+                       lowering=a.lowering, flops=a.flops)),
+    }
+    extra = getattr(w, "CLI_WORKLOADS", None)
+    if extra:
+        builders.update(extra)
+    return builders
+
+
+# -- formatting ------------------------------------------------------------------
+
+def _json_number(x: sp.Expr | None) -> object:
+    if x is None:
+        return None
+    if x.free_symbols:
+        return str(x)
+    if x.is_Integer:
+        return int(x)
+    return float(x)
+
+
+def _text_number(x: sp.Expr) -> str:
+    if x.free_symbols:
+        return str(x)
+    if x.is_Integer and abs(x) < 10**6:
+        return str(int(x))
+    v = float(x)
+    return f"{v:.6g}" if abs(v) < 1e6 else f"{v:.4e}"
+
+
+def _rows(subs: Mapping[sp.Symbol, Sequence[sp.Expr]]) -> list[dict[sp.Symbol, sp.Expr]]:
+    keys = list(subs)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(subs[k] for k in keys))]
+
+
+def _parse_sets(items: Sequence[str], free: set[sp.Symbol]) -> dict[sp.Symbol, tuple[sp.Expr, ...]]:
+    from symroof.parse import parse_assignments
+    from symroof.symbols import CANONICAL
+
+    table = dict(CANONICAL)
+    table.update({x.name: x for x in free})
+    return parse_assignments(items, table)
+
+
+# -- commands ----------------------------------------------------------------------
+
+def _derive(args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    from symroof.analysis import Analysis
+    from symroof.evaluate import Roofline, evaluate, roofline
+    from symroof.precision import bytes_per_value
+    from symroof.symbols import b
+
+    builders = _workload_builders()
+    if args.workload not in builders:
+        from symroof.errors import suggest
+        raise SymroofError(f"unknown workload {args.workload!r}; expected one of "
+                           f"{', '.join(sorted(builders))}{suggest(args.workload, builders)}")
+    wl: Analysis = builders[args.workload][1](args)  # type: ignore[assignment]
+    free = wl.flops.free_symbols | wl.bytes.free_symbols
+    sets = _parse_sets(args.set or [], free)
+    if args.precision and b not in sets:
+        sets[b] = (bytes_per_value(args.precision),)
+    hw = None
+    if args.command == "eval":
+        from symroof import hardware
+        hw = hardware.get(args.hardware)
+    rows: list[dict[str, object]] = []
+    for values in _rows(sets):
+        row: dict[str, object] = {
+            "subs": {k.name: _json_number(v) for k, v in values.items()},
+            "flops": evaluate(wl.flops, values), "bytes": evaluate(wl.bytes, values),
+            "intensity": evaluate(wl.intensity, values)}
+        if hw is not None:
+            r = roofline(wl, hw, precision=args.precision or "bf16", subs=values,
+                         unit=args.unit, level=args.level)
+            row["roofline"] = r
+        rows.append(row)
+    if args.json:
+        doc = {"workload": args.workload, "convention": wl.convention.describe(),
+               "flops": str(wl.flops), "bytes": str(wl.bytes),
+               "intensity": str(wl.intensity), "rows": []}
+        for row in rows:
+            item = {"subs": row["subs"], **{k: _json_number(row[k])
+                                            for k in ("flops", "bytes", "intensity")}}
+            if "roofline" in row:
+                item.update(row["roofline"].as_dict())
+            doc["rows"].append(item)
+        out(json.dumps(doc, indent=1, sort_keys=True))
+        return 0
+    out(f"{args.workload}  ({wl.convention.describe()})")
+    out(f"  F = {wl.flops}")
+    out(f"  Q = {sp.factor_terms(wl.bytes)}")
+    out(f"  I = {wl.intensity}")
+    for row in rows:
+        if not row["subs"]:
+            continue
+        at = " ".join(f"{k}={v}" for k, v in row["subs"].items())
+        out(f"  at {at}: F = {_text_number(row['flops'])} FLOP, "
+            f"Q = {_text_number(row['bytes'])} B, I = {_text_number(row['intensity'])} FLOP/B")
+        if "roofline" in row:
+            r = row["roofline"]
+            out(f"    on {r.hardware} ({r.precision}, {r.level}): ridge {_text_number(r.ridge)} FLOP/B, "
+                f"{r.bound or 'bound depends on free symbols'}; time {_text_number(r.time_s)} s "
+                f"(no overlap {_text_number(r.time_serial_s)} s), "
+                f"attainable {_text_number(r.attainable)} FLOP/s")
+    return 0
+
+
+def _hardware(args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    from symroof import hardware
+
+    if args.action == "list":
+        names = hardware.names()
+        if args.json:
+            out(json.dumps({"hardware": list(names)}, indent=1))
+        else:
+            for name in names:
+                out(f"{name:16s} {hardware.get(name).display_name}")
+        return 0
+    if not args.name:
+        raise SymroofError("hardware show: expected a chip name (see 'symroof hardware list')")
+    spec = hardware.get(args.name)
+    out(json.dumps(spec.to_dict(), indent=1, sort_keys=True) if args.json else spec.describe())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (also used to document the CLI)."""
+    p = _Parser(prog="symroof", description="Closed-form roofline formulas for NN workloads.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, help_ in (("derive", "formulas F, Q, I (and values at --set points)"),
+                        ("eval", "derive plus roofline time and bound on --hardware")):
+        c = sub.add_parser(name, help=help_)
+        c.add_argument("workload", help="gemm, gemv, elementwise, conv2d, ...")
+        c.add_argument("--set", action="append", metavar="NAME=V[,V...]",
+                       help="value(s) of a symbol; several values make several rows")
+        c.add_argument("--precision", default=None, help="sets b (bytes per value); "
+                       "for eval also the peak (default bf16)")
+        c.add_argument("--flops", default="two_per_mac",
+                       choices=["two_per_mac", "one_per_mac", "exact"], help="MAC convention")
+        c.add_argument("--flops-per-element", type=int, default=1)
+        c.add_argument("--lowering", default="explicit", choices=["explicit", "implicit"])
+        c.add_argument("--model", default=None, help="model preset or config.json")
+        c.add_argument("--json", action="store_true")
+        if name == "eval":
+            c.add_argument("--hardware", required=True)
+            c.add_argument("--unit", default=None, choices=["matrix", "vector"])
+            c.add_argument("--level", default=None, help="memory level (default: main memory)")
+    h = sub.add_parser("hardware", help="list or show chip specs")
+    h.add_argument("action", choices=["list", "show"])
+    h.add_argument("name", nargs="?")
+    h.add_argument("--json", action="store_true")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code (0 ok, 2 bad input)."""
+    out = print
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command in ("derive", "eval"):
+            return _derive(args, out)
+        return _hardware(args, out)
+    except SymroofError as exc:
+        print(f"symroof: error: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""Numbers from formulas: exact substitution and the roofline bound on a real chip.
+
+>>> from symroof.symbols import n
+>>> from symroof.workloads import gemm
+>>> evaluate(gemm(n, n, n).intensity, {n: 8192, "b": 2})
+8192/3
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import sympy as sp
+
+from symroof.analysis import Analysis
+from symroof.errors import SymroofError
+from symroof.ir import as_expr
+from symroof.precision import bytes_per_value
+from symroof.symbols import b as _b
+
+__all__ = ["evaluate", "Roofline", "roofline", "symbol_map"]
+
+
+def symbol_map(expr: sp.Expr, subs: Mapping[object, object] | None) -> dict[sp.Symbol, sp.Expr]:
+    """``subs`` keyed by symbols of ``expr``; string keys name a free symbol of ``expr``."""
+    out: dict[sp.Symbol, sp.Expr] = {}
+    by_name = {s.name: s for s in expr.free_symbols}
+    for key, value in (subs or {}).items():
+        if isinstance(key, str):
+            if key not in by_name:
+                continue  # a value for a symbol this expression does not use
+            key = by_name[key]
+        if not isinstance(key, sp.Symbol):
+            raise SymroofError(f"subs: expected symbols as keys, got {key!r}")
+        out[key] = as_expr(value, f"value of {key}")
+    return out
+
+
+def evaluate(expr: object, subs: Mapping[object, object] | None = None) -> sp.Expr:
+    """``expr`` with ``subs`` substituted, exactly (Rational in, Rational out)."""
+    e = as_expr(expr, "expression")
+    return e.xreplace(symbol_map(e, subs))
+
+
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """The roofline bound of a workload on a chip, at given values of its symbols.
+
+    Times are in seconds. ``time_s`` assumes perfect overlap of memory and compute,
+    ``time_serial_s`` none (at most twice ``time_s``). Where symbols remain free, the
+    fields are expressions and ``bound`` is None (see ``symroof.regimes``).
+    """
+
+    hardware: str
+    precision: str
+    level: str
+    flops: sp.Expr
+    bytes: sp.Expr
+    intensity: sp.Expr
+    peak: sp.Expr                # FLOP/s (in the workload's FLOP convention)
+    bandwidth: sp.Expr           # bytes/s of the memory level
+    ridge: sp.Expr               # peak / bandwidth, FLOP per byte
+    tokens: sp.Expr | None
+
+    @property
+    def attainable(self) -> sp.Expr:
+        """Attainable FLOP/s: ``min(peak, bandwidth * intensity)``."""
+        return sp.Min(self.peak, self.bandwidth * self.intensity)
+
+    @property
+    def compute_time_s(self) -> sp.Expr:
+        return self.flops / self.peak
+
+    @property
+    def memory_time_s(self) -> sp.Expr:
+        return self.bytes / self.bandwidth
+
+    @property
+    def time_s(self) -> sp.Expr:
+        """``max(F/peak, Q/bandwidth)``: memory and compute overlap perfectly."""
+        return sp.Max(self.compute_time_s, self.memory_time_s)
+
+    @property
+    def time_serial_s(self) -> sp.Expr:
+        """``F/peak + Q/bandwidth``: no overlap at all."""
+        return self.compute_time_s + self.memory_time_s
+
+    @property
+    def bound(self) -> str | None:
+        """'compute', 'memory' or 'balanced' (exactly at the ridge); None if undecidable."""
+        diff = self.intensity - self.ridge
+        if diff.free_symbols:
+            return None
+        return "memory" if diff < 0 else "compute" if diff > 0 else "balanced"
+
+    @property
+    def margin(self) -> sp.Expr:
+        """How far from the ridge: ridge/I when memory-bound, I/ridge otherwise."""
+        return self.ridge / self.intensity if self.bound == "memory" else self.intensity / self.ridge
+
+    @property
+    def tokens_per_s(self) -> sp.Expr | None:
+        """Tokens per second over all sequences (None for workloads without tokens)."""
+        return None if self.tokens is None else self.tokens / self.time_s
+
+    def as_dict(self) -> dict[str, object]:
+        """Numbers for JSON and tables (floats; exact values stay in the fields)."""
+        def f(x: sp.Expr | None) -> object:
+            if x is None:
+                return None
+            return float(x) if not x.free_symbols else str(x)
+        return {"hardware": self.hardware, "precision": self.precision, "level": self.level,
+                "peak_flop_per_s": f(self.peak), "bandwidth_bytes_per_s": f(self.bandwidth),
+                "ridge": f(self.ridge), "attainable_flop_per_s": f(self.attainable),
+                "compute_time_s": f(self.compute_time_s), "memory_time_s": f(self.memory_time_s),
+                "time_s": f(self.time_s), "time_serial_s": f(self.time_serial_s),
+                "bound": self.bound, "tokens_per_s": f(self.tokens_per_s)}
+
+
+def roofline(workload: Analysis, hw: object, *, precision: str = "bf16",
+             subs: Mapping[object, object] | None = None, unit: str | None = None,
+             level: str | None = None) -> Roofline:
+    """Bound ``workload`` on chip ``hw`` (a spec or its name) at ``precision``.
+
+    The peak is taken in the workload's FLOP convention (a chip whose vendor counts a
+    MAC as 2 FLOPs reports half the rate to a workload that counts MACs once). If the
+    workload's bytes per value ``b`` is free and not in ``subs``, it is set from
+    ``precision`` (bf16: 2 bytes).
+    """
+    from symroof import hardware
+
+    if not isinstance(workload, Analysis):
+        raise SymroofError(f"roofline: expected a workload (Analysis), got {type(workload).__name__}")
+    spec = hardware.get(hw) if isinstance(hw, str) else hw
+    values = dict(subs or {})
+    free = workload.flops.free_symbols | workload.bytes.free_symbols
+    if _b in free and _b not in values and "b" not in values:
+        values[_b] = bytes_per_value(precision)
+    ops_per_mac = workload.convention.flops.ops_per_mac
+    peak = spec.peak(precision, unit=unit, ops_per_mac=ops_per_mac)
+    bw = spec.bandwidth(level)
+    f = evaluate(workload.flops, values)
+    q = evaluate(workload.bytes, values)
+    if q == 0:
+        raise SymroofError(f"roofline: workload {workload.graph.name!r} moves no counted bytes")
+    tokens = None if workload.tokens is None else evaluate(workload.tokens, values)
+    return Roofline(spec.name, precision, level or spec.main_memory, f, q, sp.cancel(f / q),
+                    peak, bw, peak / bw, tokens)
