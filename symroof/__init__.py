@@ -13,11 +13,11 @@ from symroof.analysis import Analysis, Workload, analyze
 from symroof.cost import Convention, Cost, FlopCount
 from symroof.errors import SymroofError
 from symroof.evaluate import Roofline, evaluate, roofline
-from symroof.ir import Elementwise, Gather, Gemm, Graph, Kind, Move, OpGroup, Reduce, Tensor
+from symroof.ir import Elementwise, Gather, Gemm, Graph, Kind, Move, OpGroup, Reduce, Tensor, View
 
 __all__ = [
     "Analysis", "Workload", "analyze", "Convention", "Cost", "FlopCount", "SymroofError",
     "Roofline", "evaluate", "roofline", "Graph", "Tensor", "Kind", "OpGroup", "Gemm",
-    "Elementwise", "Reduce", "Gather", "Move", "hardware", "symbols", "workloads",
+    "Elementwise", "Reduce", "Gather", "Move", "View", "hardware", "symbols", "workloads",
 ]
 __version__ = "0.1.0"

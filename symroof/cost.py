@@ -24,7 +24,7 @@ from types import MappingProxyType
 import sympy as sp
 
 from symroof.errors import SymroofError
-from symroof.ir import Elementwise, Gather, Gemm, Graph, Kind, Move, Op, OpGroup, Reduce, prod
+from symroof.ir import Elementwise, Gather, Gemm, Graph, Kind, Move, Op, OpGroup, Reduce, View, prod
 
 __all__ = ["Cost", "FlopCount", "Convention", "cost_rule", "op_cost", "interpret", "RULES"]
 
@@ -154,7 +154,7 @@ def _enum_set(enum: type[StrEnum], values: Iterable[object], what: str) -> froze
 
 
 # ---------------------------------------------------------------------------
-# rules: op -> (FLOPs, fraction of each input touched)
+# rules: op -> (FLOPs, fraction of each operand touched, by tensor name; default 1)
 
 Rule = Callable[[Op, Convention], tuple[sp.Expr, Mapping[str, sp.Expr]]]
 _RULES: dict[type[Op], Rule] = {}
@@ -198,7 +198,13 @@ def _gather(op: Gather, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr
 
 @cost_rule(Move)
 def _move(op: Move, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr]]:
-    return _ZERO, {}
+    return _ZERO, {x.name: op.read_fraction for x in op.xs}
+
+
+@cost_rule(View)
+def _view(op: View, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr]]:
+    # a reinterpretation: the values stay where they are
+    return _ZERO, {op.x.name: _ZERO, op.out.name: _ZERO}
 
 
 # ---------------------------------------------------------------------------
@@ -220,7 +226,8 @@ def op_cost(graph: Graph, op: Op, convention: Convention = Convention()) -> Cost
         read[t.kind] = read.get(t.kind, _ZERO) + amount
     written: dict[Kind, sp.Expr] = {}
     for t in op.outputs:
-        written[t.kind] = written.get(t.kind, _ZERO) + graph.crossings(op, t) * t.nbytes
+        amount = graph.crossings(op, t) * touched.get(t.name, 1) * t.nbytes
+        written[t.kind] = written.get(t.kind, _ZERO) + amount
     return Cost(flops, read, written).scaled(graph.count(op))
 
 

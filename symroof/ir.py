@@ -31,7 +31,7 @@ from symroof.errors import SymroofError
 from symroof.symbols import b as _b
 
 __all__ = [
-    "Kind", "OpGroup", "Tensor", "Op", "Gemm", "Elementwise", "Reduce", "Gather", "Move",
+    "Kind", "OpGroup", "Tensor", "Op", "Gemm", "Elementwise", "Reduce", "Gather", "Move", "View",
     "Graph", "as_expr", "as_dim", "prod",
 ]
 
@@ -325,23 +325,48 @@ class Gather(Op):
 
 @dataclass(frozen=True)
 class Move(Op):
-    """Copies or rearranges values (im2col, transpose, a KV-cache append): no arithmetic.
+    """Copies or rearranges values (im2col, a slice, a KV-cache append): no arithmetic.
 
-    Every output value is read from an input; ``reads_per_output`` < 1 would be a
-    gather, > 1 a reduction, so the rule reads each input once and writes each output once.
+    Each input is read once (``read_fraction`` of it: a slice of the last position reads
+    1/S of its input) and the output written once.
     """
 
     xs: tuple[Tensor, ...] = ()
     out: Tensor = None  # type: ignore[assignment]
+    read_fraction: sp.Expr = sp.Integer(1)
     group: ClassVar[OpGroup] = OpGroup.DATA_MOVEMENT
 
     def __post_init__(self) -> None:
         if not self.xs:
             raise self._fail("expected at least one input")
+        object.__setattr__(self, "read_fraction",
+                           as_expr(self.read_fraction, f"move {self.name!r} read_fraction"))
 
     @property
     def inputs(self) -> tuple[Tensor, ...]:
         return self.xs
+
+    @property
+    def outputs(self) -> tuple[Tensor, ...]:
+        return (self.out,)
+
+
+@dataclass(frozen=True)
+class View(Op):
+    """The same values under another shape (a reshape or head split): no FLOPs, no traffic."""
+
+    x: Tensor = None  # type: ignore[assignment]
+    out: Tensor = None  # type: ignore[assignment]
+    group: ClassVar[OpGroup] = OpGroup.DATA_MOVEMENT
+
+    def __post_init__(self) -> None:
+        if not _same(self.x.numel, self.out.numel):
+            raise self._fail(f"{self.x.name!r} has {self.x.numel} values, the view "
+                             f"{_fmt(self.out.shape)} has {self.out.numel}")
+
+    @property
+    def inputs(self) -> tuple[Tensor, ...]:
+        return (self.x,)
 
     @property
     def outputs(self) -> tuple[Tensor, ...]:
@@ -390,12 +415,13 @@ class Graph:
     def _count(self) -> sp.Expr:
         return prod(self._scope.counts)
 
-    def _add_node(self, node: Node) -> None:
+    def _add_node(self, node: Node, count: sp.Expr | None = None, block: str | None = None) -> None:
         key = ("tensor " if isinstance(node, Tensor) else "op ") + node.name
         if key in self._names:
             raise SymroofError(f"graph {self.name!r}: {key!r} is defined twice")
         self._names[key] = node
-        self.nx.add_node(node, count=self._count(), block="/".join(self._scope.blocks))
+        self.nx.add_node(node, count=self._count() if count is None else count,
+                         block="/".join(self._scope.blocks) if block is None else block)
 
     def _declare(self, tensor: Tensor) -> Tensor:
         self._add_node(tensor)
@@ -415,16 +441,21 @@ class Graph:
         """Cached keys or values (kind ``kv_cache``)."""
         return self.input(name, shape, kind=Kind.KV_CACHE, bytes_per_value=bytes_per_value)
 
-    def add(self, op: Op) -> Op:
-        """Add an op whose operands are already tensors of this graph (or new outputs)."""
+    def add(self, op: Op, *, count: object | None = None, block: str | None = None) -> Op:
+        """Add an op whose operands are already tensors of this graph (or new outputs).
+
+        ``count`` and ``block`` default to the enclosing ``repeat`` scope; new output
+        tensors get the same count.
+        """
         if not isinstance(op, Op) or type(op) is Op:
             raise SymroofError(f"graph {self.name!r}: expected an op, got {op!r}")
+        cnt = None if count is None else as_dim(count, f"op {op.name!r} count")
         for t in op.inputs:
             if t not in self.nx:
                 raise SymroofError(f"{type(op).__name__.lower()} {op.name!r}: input {t.name!r} "
                                    f"is not a tensor of graph {self.name!r} "
                                    "(declare it with input(), weight() or kv_cache())")
-        self._add_node(op)
+        self._add_node(op, cnt, block)
         for t in op.inputs:
             self.nx.add_edge(t, op, crossings=sp.Integer(1))
         for t in op.outputs:
@@ -433,7 +464,7 @@ class Graph:
                     raise SymroofError(f"{type(op).__name__.lower()} {op.name!r}: output "
                                        f"{t.name!r} already has a producer")
             else:
-                self._add_node(t)
+                self._add_node(t, cnt, block)
             self.nx.add_edge(op, t, crossings=sp.Integer(1))
         return op
 
@@ -490,10 +521,17 @@ class Graph:
         return out
 
     def move(self, *xs: Tensor, name: str, shape: Sequence[object],
-             kind: Kind | str | None = None, bytes_per_value: object | None = None) -> Tensor:
+             kind: Kind | str | None = None, bytes_per_value: object | None = None,
+             read_fraction: object = 1) -> Tensor:
         """Copy or rearrange ``xs`` into a new tensor of ``shape`` (no FLOPs)."""
         out = self._out(name, shape, xs, kind, bytes_per_value)
-        self.add(Move(name, tuple(xs), out))
+        self.add(Move(name, tuple(xs), out, read_fraction))
+        return out
+
+    def view(self, x: Tensor, shape: Sequence[object], *, name: str) -> Tensor:
+        """``x`` reinterpreted with ``shape`` (same values, no traffic)."""
+        out = Tensor(name, tuple(shape), x.kind, x.bytes_per_value)
+        self.add(View(name, x, out))
         return out
 
     def output(self, *tensors: Tensor) -> None:

@@ -1,0 +1,42 @@
+"""Model descriptions: a symbolic ``transformer(...)``, presets and Hugging Face configs.
+
+>>> from symroof.models import get
+>>> get("seed-6.4b").params
+6442450944
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from symroof.errors import SymroofError, suggest
+from symroof.models.config import TransformerModel, transformer
+from symroof.models.hf import from_hf_config, from_hf_dict
+
+__all__ = ["TransformerModel", "transformer", "get", "names", "from_hf_config", "from_hf_dict",
+           "resolve"]
+
+
+def names() -> tuple[str, ...]:
+    """Preset names, sorted."""
+    from symroof.models.presets import PRESETS
+
+    return tuple(sorted(PRESETS))
+
+
+@cache
+def get(name: str) -> TransformerModel:
+    """A preset model by name (unknown names suggest the closest ones)."""
+    from symroof.models.presets import PRESETS
+
+    if not isinstance(name, str) or name not in PRESETS:
+        raise SymroofError(f"unknown model {name!r}{suggest(str(name), PRESETS)}; "
+                           f"known: {', '.join(sorted(PRESETS))}")
+    return PRESETS[name]()
+
+
+def resolve(spec: str) -> TransformerModel:
+    """A preset name, or a path to a Hugging Face config.json (anything ending in .json)."""
+    if isinstance(spec, str) and spec.endswith(".json"):
+        return from_hf_config(spec)
+    return get(spec)
