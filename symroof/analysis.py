@@ -82,12 +82,12 @@ class Analysis:
         if self.bytes == 0:
             raise SymroofError(f"graph {self.graph.name!r}: no counted traffic, "
                                "so intensity is undefined")
-        return sp.cancel(self.flops / self.bytes)
+        return sp.factor_terms(sp.cancel(self.flops / self.bytes))
 
     def op_intensity(self, name: str) -> sp.Expr:
         """Intensity of one op under this convention."""
         c = self.per_op[name].only(self.convention.traffic)
-        return sp.cancel(c.flops / c.bytes)
+        return sp.factor_terms(sp.cancel(c.flops / c.bytes))
 
     def with_convention(self, **changes: object) -> Analysis:
         """The same graph analysed under a changed convention (e.g. ``flops="exact"``)."""

@@ -42,9 +42,26 @@ def _workload_builders() -> dict[str, tuple[str, Callable[[argparse.Namespace], 
                        s.N, s.C, s.H, s.dim("W"), s.K, (s.dim("R"), s.dim("S_f")),
                        lowering=a.lowering, flops=a.flops)),
     }
-    extra = getattr(w, "CLI_WORKLOADS", None)
-    if extra:
-        builders.update(extra)
+    from symroof.workloads import transformer as t
+
+    def model(a: argparse.Namespace) -> object:
+        from symroof.models import resolve, transformer
+        if a.model is None:  # the seeds' symbolic model
+            return transformer(name="symbolic", layers=s.L, d_model=s.D, heads=s.H)
+        return resolve(a.model)
+
+    builders.update({
+        "attention": ("one attention layer's core over S tokens (--unfused to materialize "
+                      "the S x S matrices)", lambda a: w.attention(
+                          s.S, s.D, s.H, fused=a.unfused is None,
+                          unfused=a.unfused or "write_and_read")),
+        "prefill": ("forward over B x S prompt tokens (--model)",
+                    lambda a: t.prefill(model(a), s.B, s.S, flops=a.flops)),
+        "decode": ("one decode step: B sequences attending to S positions (--model)",
+                   lambda a: t.decode(model(a), s.B, s.S, flops=a.flops)),
+        "training": ("one training step over B x S tokens (--model)",
+                     lambda a: t.training(model(a), s.B, s.S, flops=a.flops)),
+    })
     return builders
 
 
@@ -181,7 +198,11 @@ def build_parser() -> argparse.ArgumentParser:
                        choices=["two_per_mac", "one_per_mac", "exact"], help="MAC convention")
         c.add_argument("--flops-per-element", type=int, default=1)
         c.add_argument("--lowering", default="explicit", choices=["explicit", "implicit"])
-        c.add_argument("--model", default=None, help="model preset or config.json")
+        c.add_argument("--model", default=None, help="model preset or config.json "
+                       "(default: the seeds' symbolic model L, D, H)")
+        c.add_argument("--unfused", default=None,
+                       choices=["write_and_read", "materialize_once"],
+                       help="attention: how the S x S matrices cross memory when unfused")
         c.add_argument("--json", action="store_true")
         if name == "eval":
             c.add_argument("--hardware", required=True)

@@ -236,11 +236,16 @@ class Gemm(Op):
 
 @dataclass(frozen=True)
 class Elementwise(Op):
-    """One output value per element from inputs of the output's shape (or broadcast)."""
+    """One output value per element from inputs of the output's shape (or broadcast).
+
+    ``linear`` marks a sum of its inputs (a residual or bias add): its gradient needs no
+    saved input values.
+    """
 
     xs: tuple[Tensor, ...] = ()
     out: Tensor = None  # type: ignore[assignment]
     flops_per_element: sp.Expr = sp.Integer(1)
+    linear: bool = False
     group: ClassVar[OpGroup] = OpGroup.ELEMENTWISE
 
     def __post_init__(self) -> None:
@@ -423,15 +428,23 @@ class Graph:
         self.nx.add_node(node, count=self._count() if count is None else count,
                          block="/".join(self._scope.blocks) if block is None else block)
 
-    def _declare(self, tensor: Tensor) -> Tensor:
-        self._add_node(tensor)
+    def _declare(self, tensor: Tensor, count: object | None = None) -> Tensor:
+        self._add_node(tensor, None if count is None else as_dim(count, f"tensor {tensor.name!r} count"))
         self._inputs.append(tensor)
         return tensor
 
     def input(self, name: str, shape: Sequence[object], *, kind: Kind | str = Kind.ACTIVATION,
-              bytes_per_value: object = _b) -> Tensor:
-        """A tensor that comes from outside the graph (read from memory by its consumers)."""
-        return self._declare(Tensor(name, tuple(shape), Kind(kind), bytes_per_value))
+              bytes_per_value: object = _b, count: object | None = None) -> Tensor:
+        """A tensor that comes from outside the graph (read from memory by its consumers).
+
+        ``count`` defaults to the enclosing ``repeat`` scope.
+        """
+        try:
+            k = Kind(kind)
+        except ValueError:
+            raise SymroofError(f"input {name!r} kind: expected one of "
+                               f"{', '.join(x.value for x in Kind)}, got {kind!r}") from None
+        return self._declare(Tensor(name, tuple(shape), k, bytes_per_value), count)
 
     def weight(self, name: str, shape: Sequence[object], *, bytes_per_value: object = _b) -> Tensor:
         """A parameter tensor (kind ``weight``)."""
@@ -450,20 +463,24 @@ class Graph:
         if not isinstance(op, Op) or type(op) is Op:
             raise SymroofError(f"graph {self.name!r}: expected an op, got {op!r}")
         cnt = None if count is None else as_dim(count, f"op {op.name!r} count")
+        what = f"{type(op).__name__.lower()} {op.name!r}"
         for t in op.inputs:
             if t not in self.nx:
-                raise SymroofError(f"{type(op).__name__.lower()} {op.name!r}: input {t.name!r} "
-                                   f"is not a tensor of graph {self.name!r} "
-                                   "(declare it with input(), weight() or kv_cache())")
-        self._add_node(op, cnt, block)
-        for t in op.inputs:
-            self.nx.add_edge(t, op, crossings=sp.Integer(1))
-        for t in op.outputs:
+                raise SymroofError(f"{what}: input {t.name!r} is not a tensor of graph "
+                                   f"{self.name!r} (declare it with input(), weight() or kv_cache())")
+        if f"op {op.name}" in self._names:
+            raise SymroofError(f"graph {self.name!r}: 'op {op.name}' is defined twice")
+        for t in op.outputs:  # check every output before changing anything
             if t in self.nx:
-                if any(True for _ in self.nx.predecessors(t)) or t in self._inputs:
-                    raise SymroofError(f"{type(op).__name__.lower()} {op.name!r}: output "
-                                       f"{t.name!r} already has a producer")
-            else:
+                if self.producer(t) is not None or t in self._inputs:
+                    raise SymroofError(f"{what}: output {t.name!r} already has a producer")
+            elif f"tensor {t.name}" in self._names:
+                raise SymroofError(f"graph {self.name!r}: 'tensor {t.name}' is defined twice")
+        self._add_node(op, cnt, block)
+        for t in op.inputs:  # a read inherits the tensor's read crossings (set_crossings)
+            self.nx.add_edge(t, op, crossings=self.nx.nodes[t].get("reads", sp.Integer(1)))
+        for t in op.outputs:
+            if t not in self.nx:
                 self._add_node(t, cnt, block)
             self.nx.add_edge(op, t, crossings=sp.Integer(1))
         return op
@@ -491,12 +508,12 @@ class Graph:
 
     def elementwise(self, *xs: Tensor, name: str, flops_per_element: object = 1,
                     shape: Sequence[object] | None = None, kind: Kind | str | None = None,
-                    bytes_per_value: object | None = None) -> Tensor:
+                    bytes_per_value: object | None = None, linear: bool = False) -> Tensor:
         """An elementwise op over ``xs`` (output shape: the first input's, unless given)."""
         if not xs:
             raise SymroofError(f"elementwise {name!r}: expected at least one input")
         out = self._out(name, xs[0].shape if shape is None else shape, xs, kind, bytes_per_value)
-        self.add(Elementwise(name, tuple(xs), out, flops_per_element))
+        self.add(Elementwise(name, tuple(xs), out, flops_per_element, linear))
         return out
 
     def reduce(self, x: Tensor, *, name: str, axis: int = -1, flops_per_element: object = 1,
@@ -546,6 +563,7 @@ class Graph:
         """How often ``tensor`` crosses the boundary: per write, and per read by each consumer.
 
         ``0`` keeps it on chip in that direction; the default 1 is compulsory traffic.
+        Consumers added later read it at the same crossing count.
         """
         if tensor not in self.nx:
             raise SymroofError(f"graph {self.name!r}: no tensor {tensor.name!r}")
@@ -555,6 +573,7 @@ class Graph:
                 self.nx.edges[op, tensor]["crossings"] = w
         if reads is not None:
             r = as_expr(reads, f"tensor {tensor.name!r} reads")
+            self.nx.nodes[tensor]["reads"] = r
             for op in self.nx.successors(tensor):
                 self.nx.edges[tensor, op]["crossings"] = r
 

@@ -29,12 +29,12 @@ import sympy as sp
 from symroof.analysis import Analysis, analyze
 from symroof.cost import FlopCount
 from symroof.errors import SymroofError
-from symroof.ir import Graph, Kind, OpGroup, Tensor, as_dim
+from symroof.ir import Elementwise, Graph, Kind, OpGroup, Tensor, as_dim
 from symroof.models.config import TransformerModel
 from symroof.workloads.attention import attention_core, causal_fraction
 
-__all__ = ["prefill", "decode", "forward_graph", "weight_tensors", "ElementwiseFlops",
-           "DECODE_TRAFFIC"]
+__all__ = ["prefill", "decode", "training", "training_graph", "forward_graph", "weight_tensors",
+           "ElementwiseFlops", "DECODE_TRAFFIC", "ADAM"]
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,8 @@ def _linear(g: Graph, m: TransformerModel, x: Tensor, w_name: str, d_in: sp.Expr
     if bias:
         bshape = (d_out,) if experts is None else (experts, 1, d_out)
         bvec = g.weight(f"{w_name}.bias", bshape, bytes_per_value=m.weight_bytes)
-        out = g.elementwise(y, bvec, name=f"{name}+bias", flops_per_element=fl.bias * share)
+        out = g.elementwise(y, bvec, name=f"{name}+bias", flops_per_element=fl.bias * share,
+                           linear=True)
         g.set_crossings(y, writes=0, reads=0)
         y = out
     if share != 1:
@@ -154,10 +155,12 @@ def _layer(g: Graph, m: TransformerModel, x: Tensor, *, batch: sp.Expr, q_len: s
                        softmax_flops=fl.softmax, prefix="")
     o = g.view(o, (batch, q_len, m.q_dim), name="o_heads")
     a = _linear(g, m, o, "W_o", m.q_dim, m.d_model, "o_proj", m.o_bias, fl)
-    x = g.elementwise(x, a, name="residual_attn", flops_per_element=fl.residual)
+    x = g.elementwise(x, a, name="residual_attn", flops_per_element=fl.residual,
+                     linear=True)
     h = _norm(g, m, x, "mlp_norm", fl)
     y = _mlp(g, m, h, batch, q_len, fl)
-    return g.elementwise(x, y, name="residual_mlp", flops_per_element=fl.residual)
+    return g.elementwise(x, y, name="residual_mlp", flops_per_element=fl.residual,
+                          linear=True)
 
 
 def forward_graph(m: TransformerModel, *, batch: object, q_len: object, kv_len: object | None = None,
@@ -184,7 +187,8 @@ def forward_graph(m: TransformerModel, *, batch: object, q_len: object, kv_len: 
     if m.positions == "learned":
         wpe = g.weight("pos_embed", (m.max_positions, m.d_model), bytes_per_value=m.weight_bytes)
         pos = g.gather(wpe, (ql,), name="positions", bytes_per_value=m.activation_bytes)
-        x = g.elementwise(x, pos, name="add_positions", flops_per_element=fl.residual)
+        x = g.elementwise(x, pos, name="add_positions", flops_per_element=fl.residual,
+                          linear=True)
     with g.repeat(m.layers, "layer"):
         x = _layer(g, m, x, batch=bt, q_len=ql, kv_len=kl, decode=decode, causal=causal,
                    fused=fused, unfused=unfused, kv_write=kv_write, fl=fl)
@@ -255,3 +259,66 @@ def decode(model: TransformerModel, batch: object, context: object | None = None
                       kv_write=kv_write, flops_per_element=flops_per_element)
     return analyze(g, flops=flops, ops=_ops(ops), traffic=DECODE_TRAFFIC[traffic],
                    tokens=as_dim(batch, "batch"))
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """An optimizer step as per-parameter elementwise work over its state."""
+
+    name: str
+    state_bytes: sp.Expr          # bytes of state per parameter
+    flops_per_param: int          # FLOPs of one update per parameter
+    source: str
+
+
+#: Mixed-precision Adam: fp32 master weights, momentum and variance = 12 bytes per
+#: parameter beside 2-byte weights and gradients (Rajbhandari et al., ZeRO, 2020).
+ADAM = Optimizer("adam", sp.Integer(12), 12,
+                 "m, v updates 7, bias-corrected step 5 FLOPs; state per ZeRO (2020)")
+
+
+def training_graph(model: TransformerModel, batch: object, seq: object, *,
+                   causal: bool | str = True, fused: bool = True, recompute: bool = True,
+                   optimizer: Optimizer | None = ADAM,
+                   flops_per_element: ElementwiseFlops = ElementwiseFlops()) -> Graph:
+    """Forward over ``batch x seq`` tokens, its backward pass, and an optimizer step."""
+    from symroof.passes.backward import backward
+
+    fwd = forward_graph(model, batch=batch, q_len=seq, causal=causal, fused=fused,
+                        logits="all", flops_per_element=flops_per_element,
+                        name=f"{model.name}-train")
+    g = backward(fwd, recompute=recompute)
+    if optimizer is None:
+        return g
+    weights = {t.name: t for t in fwd.inputs if t.kind == Kind.WEIGHT}
+    for wname, gname in g.meta["grads"].items():  # type: ignore[union-attr]
+        w, grad = weights[wname], g.node(gname)
+        cnt, blk = fwd.count(w), fwd.block(w)
+        state = g.input(f"{optimizer.name}:{wname}", w.shape, kind=Kind.OPTIMIZER_STATE,
+                        bytes_per_value=optimizer.state_bytes, count=cnt)
+        new = Tensor(f"{optimizer.name}:{wname}'", w.shape, Kind.OPTIMIZER_STATE,
+                     optimizer.state_bytes)
+        g.add(Elementwise(f"{optimizer.name}_step:{wname}", (grad, state), new,  # type: ignore[arg-type]
+                          optimizer.flops_per_param), count=cnt, block=blk)
+        w_new = Tensor(f"{wname}'", w.shape, Kind.WEIGHT, w.bytes_per_value)
+        g.add(Elementwise(f"cast:{wname}", (new,), w_new, 1), count=cnt, block=blk)
+        g.set_crossings(new, reads=0)  # the cast reads the new master weights in registers
+        g.output(new, w_new)
+    return g
+
+
+def training(model: TransformerModel, batch: object, seq: object, *, causal: bool | str = True,
+             fused: bool = True, recompute: bool = True, optimizer: Optimizer | None = ADAM,
+             ops: str = "contractions", flops: FlopCount | str = FlopCount.TWO_PER_MAC,
+             flops_per_element: ElementwiseFlops = ElementwiseFlops()) -> Analysis:
+    """One training step over ``batch x seq`` tokens: forward, backward, optimizer.
+
+    Each GEMM gains a data-gradient and a weight-gradient GEMM of its own size, so the
+    weight GEMMs cost 6 FLOPs per parameter per token. With ``fused`` attention and
+    ``recompute`` (FlashAttention), the backward pass recomputes QK^T instead of saving
+    the S x S matrices.
+    """
+    g = training_graph(model, batch, seq, causal=causal, fused=fused, recompute=recompute,
+                       optimizer=optimizer, flops_per_element=flops_per_element)
+    return analyze(g, flops=flops, ops=_ops(ops),
+                   tokens=as_dim(batch, "batch") * as_dim(seq, "seq"))

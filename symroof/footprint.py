@@ -1,0 +1,108 @@
+"""Memory footprints by part, and how many sequences fit on a chip.
+
+>>> from symroof.models import get
+>>> m = get("seed-6.4b").with_precision(weights="bf16", kv_cache="bf16", activations="bf16")
+>>> memory(m, batch=1, context=1024).kv_cache
+536870912
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from symroof.errors import SymroofError
+from symroof.ir import Kind, as_dim, as_expr
+from symroof.models.config import TransformerModel
+
+__all__ = ["Footprint", "memory", "capacity", "saved_activations"]
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Bytes resident in memory, by part."""
+
+    weights: sp.Expr
+    kv_cache: sp.Expr
+    activations: sp.Expr
+    gradients: sp.Expr
+    optimizer_state: sp.Expr
+
+    @property
+    def total(self) -> sp.Expr:
+        return self.weights + self.kv_cache + self.activations + self.gradients + \
+            self.optimizer_state
+
+    def as_dict(self) -> dict[str, sp.Expr]:
+        return {"weights": self.weights, "kv_cache": self.kv_cache,
+                "activations": self.activations, "gradients": self.gradients,
+                "optimizer_state": self.optimizer_state, "total": self.total}
+
+
+def saved_activations(model: TransformerModel, batch: object, seq: object, *,
+                      fused: bool = True, recompute: bool = True) -> sp.Expr:
+    """Bytes of forward activations the backward pass reads back (saved for backward).
+
+    Derived from the training graph: every forward tensor that a backward op reads
+    across the boundary, times its multiplicity.
+    """
+    from symroof.workloads.transformer import training_graph
+
+    g = training_graph(model, batch, seq, fused=fused, recompute=recompute, optimizer=None)
+    forward = set(g.meta["forward_ops"])  # type: ignore[arg-type]
+    total = sp.Integer(0)
+    for t in g.tensors:
+        if t.kind != Kind.ACTIVATION or t.name.startswith(("d:", "re:")):
+            continue
+        producer = g.producer(t)
+        if producer is not None and producer.name not in forward:
+            continue
+        read_back = any(op.name not in forward and g.crossings(t, op) != 0
+                        for op in g.consumers(t))
+        if read_back:
+            total += g.count(t) * t.nbytes
+    return sp.expand(total)
+
+
+def memory(model: TransformerModel, *, batch: object, context: object, training: bool = False,
+           optimizer_state_bytes: object = 12, fused: bool = True) -> Footprint:
+    """Footprint of serving ``batch`` sequences of ``context`` tokens, or of training on them.
+
+    Inference: weights plus the KV cache (2 * layers * kv_heads * head_dim * kv_bytes per
+    token); its activations (one layer's transient tensors) are left at 0 here, as the
+    seeds do. Training: weights, gradients at the weights' bytes, optimizer state at
+    ``optimizer_state_bytes`` per parameter (mixed-precision Adam: 12), and the
+    activations saved for the backward pass, derived from the training graph.
+    """
+    if not isinstance(model, TransformerModel):
+        raise SymroofError(f"memory: expected a transformer model, got {type(model).__name__}")
+    bt, ctx = as_dim(batch, "batch"), as_dim(context, "context")
+    weights = model.params * model.weight_bytes
+    zero = sp.Integer(0)
+    if not training:
+        return Footprint(weights, model.kv_bytes_per_token * bt * ctx, zero, zero, zero)
+    state = as_expr(optimizer_state_bytes, "memory optimizer_state_bytes")
+    return Footprint(weights, zero, saved_activations(model, bt, ctx, fused=fused),
+                     model.params * model.weight_bytes, model.params * state)
+
+
+def capacity(model: TransformerModel, hw: object, *, context: object, tp: int = 1,
+             level: str | None = None) -> sp.Expr:
+    """How many sequences of ``context`` tokens fit: (tp * capacity - weights) / KV per sequence.
+
+    Weights are sharded over ``tp`` devices, each with the chip's memory capacity.
+    """
+    from symroof import hardware
+
+    spec = hardware.get(hw) if isinstance(hw, str) else hw
+    if not isinstance(tp, int) or isinstance(tp, bool) or tp < 1:
+        raise SymroofError(f"capacity tp: expected a positive integer, got {tp!r}")
+    cap = spec.capacity(level)  # type: ignore[attr-defined]
+    if cap is None:
+        raise SymroofError(f"capacity: {spec.name} has no published capacity for "  # type: ignore[attr-defined]
+                           f"{level or 'main memory'}")
+    free = tp * cap - model.params * model.weight_bytes
+    per_seq = model.kv_bytes_per_token * as_dim(context, "context")
+    n = free / per_seq
+    return sp.floor(n) if n.is_number else n

@@ -1,0 +1,70 @@
+"""Chip specs: one TOML file per chip in this package, loaded lazily into exact values.
+
+>>> from symroof import hardware
+>>> hw = hardware.get("h100-sxm")
+>>> hw.ridge("bf16")                 # 989.4 TFLOP/s / 3.35 TB/s, never stored in the file
+19788/67
+>>> hw.peak("bf16", ops_per_mac=1)   # the same peak counting a MAC as one operation
+494700000000000
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tomllib
+from importlib import resources
+
+from symroof.errors import SymroofError, suggest
+from symroof.hardware.spec import (PRECISIONS, UNITS, HardwareSpec, Link, MemoryLevel, Peak,
+                                   parse_spec)
+
+__all__ = ["get", "names", "load", "HardwareSpec", "MemoryLevel", "Link", "Peak",
+           "PRECISIONS", "UNITS"]
+
+
+def names() -> tuple[str, ...]:
+    """Names of the shipped chips, sorted (each is a ``<name>.toml`` file here)."""
+    files = resources.files(__name__).iterdir()
+    return tuple(sorted(f.name[:-len(".toml")] for f in files if f.name.endswith(".toml")))
+
+
+def get(name: str) -> HardwareSpec:
+    """The shipped spec called ``name``; unknown names suggest close ones."""
+    if not isinstance(name, str):
+        raise SymroofError(f"hardware name: expected a string, got {type(name).__name__}")
+    known = names()
+    if name not in known:
+        raise SymroofError(f"unknown hardware {name!r}{suggest(name, known)}; "
+                           f"known: {', '.join(known)}")
+    return _get(name)
+
+
+@functools.cache
+def _get(name: str) -> HardwareSpec:
+    path = f"symroof/hardware/{name}.toml"
+    spec = _parse(resources.files(__name__).joinpath(f"{name}.toml").read_bytes(), path)
+    if spec.name != name:
+        raise SymroofError(f"{path}: name = {spec.name!r} must match the file name {name!r}")
+    return spec
+
+
+def load(path: str | os.PathLike[str]) -> HardwareSpec:
+    """Load and validate a user's own hardware file (same schema as the shipped ones)."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as err:
+        raise SymroofError(f"{os.fspath(path)}: cannot read hardware file "
+                           f"({err.strerror})") from None
+    return _parse(raw, os.fspath(path))
+
+
+def _parse(raw: bytes, origin: str) -> HardwareSpec:
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise SymroofError(f"{origin}: not UTF-8 text ({err.reason})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise SymroofError(f"{origin}: not valid TOML: {err}") from None
+    return parse_spec(data, origin)
