@@ -86,6 +86,18 @@ def _text_number(x: sp.Expr) -> str:
     return f"{v:.6g}" if abs(v) < 1e6 else f"{v:.4e}"
 
 
+def _check_value(sym: sp.Symbol, value: sp.Expr) -> None:
+    """A value must fit the symbol's assumptions (dimensions are positive integers)."""
+    from symroof.ir import as_dim
+
+    if value.free_symbols:
+        return
+    if sym.is_integer:
+        as_dim(value, f"--set {sym.name}")
+    elif sym.is_positive and not value.is_positive:
+        raise SymroofError(f"--set {sym.name}: expected a positive number, got {value}")
+
+
 def _rows(subs: Mapping[sp.Symbol, Sequence[sp.Expr]]) -> list[dict[sp.Symbol, sp.Expr]]:
     keys = list(subs)
     return [dict(zip(keys, combo)) for combo in itertools.product(*(subs[k] for k in keys))]
@@ -116,8 +128,12 @@ def _derive(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     wl: Analysis = builders[args.workload][1](args)  # type: ignore[assignment]
     free = wl.flops.free_symbols | wl.bytes.free_symbols
     sets = _parse_sets(args.set or [], free)
-    if args.precision and b not in sets:
-        sets[b] = (bytes_per_value(args.precision),)
+    for sym, values in sets.items():
+        for v in values:
+            _check_value(sym, v)
+    precision = args.precision or ("bf16" if args.command == "eval" else None)
+    if precision and b not in sets:
+        sets[b] = (bytes_per_value(precision),)
     hw = None
     if args.command == "eval":
         from symroof import hardware
@@ -129,7 +145,7 @@ def _derive(args: argparse.Namespace, out: Callable[[str], None]) -> int:
             "flops": evaluate(wl.flops, values), "bytes": evaluate(wl.bytes, values),
             "intensity": evaluate(wl.intensity, values)}
         if hw is not None:
-            r = roofline(wl, hw, precision=args.precision or "bf16", subs=values,
+            r = roofline(wl, hw, precision=precision or "bf16", subs=values,
                          unit=args.unit, level=args.level)
             row["roofline"] = r
         rows.append(row)
@@ -150,11 +166,10 @@ def _derive(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     out(f"  Q = {sp.factor_terms(wl.bytes)}")
     out(f"  I = {wl.intensity}")
     for row in rows:
-        if not row["subs"]:
-            continue
-        at = " ".join(f"{k}={v}" for k, v in row["subs"].items())
-        out(f"  at {at}: F = {_text_number(row['flops'])} FLOP, "
-            f"Q = {_text_number(row['bytes'])} B, I = {_text_number(row['intensity'])} FLOP/B")
+        if row["subs"]:
+            at = " ".join(f"{k}={v}" for k, v in row["subs"].items())
+            out(f"  at {at}: F = {_text_number(row['flops'])} FLOP, "
+                f"Q = {_text_number(row['bytes'])} B, I = {_text_number(row['intensity'])} FLOP/B")
         if "roofline" in row:
             r = row["roofline"]
             out(f"    on {r.hardware} ({r.precision}, {r.level}): ridge {_text_number(r.ridge)} FLOP/B, "

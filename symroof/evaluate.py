@@ -40,7 +40,12 @@ def symbol_map(expr: sp.Expr, subs: Mapping[object, object] | None) -> dict[sp.S
 def evaluate(expr: object, subs: Mapping[object, object] | None = None) -> sp.Expr:
     """``expr`` with ``subs`` substituted, exactly (Rational in, Rational out)."""
     e = as_expr(expr, "expression")
-    return e.xreplace(symbol_map(e, subs))
+    values = symbol_map(e, subs)
+    out = e.xreplace(values)
+    if out.has(sp.zoo, sp.nan) or (out.has(sp.oo, -sp.oo) and not e.has(sp.oo, -sp.oo)):
+        at = ", ".join(f"{k}={v}" for k, v in values.items())
+        raise SymroofError(f"{e} is undefined at {at} (a division by zero)")
+    return out
 
 
 

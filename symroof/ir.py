@@ -565,6 +565,9 @@ class Graph:
         ``0`` keeps it on chip in that direction; the default 1 is compulsory traffic.
         Consumers added later read it at the same crossing count.
         """
+        if not isinstance(tensor, Tensor):
+            raise SymroofError(f"graph {self.name!r}: set_crossings expects a tensor, got "
+                               f"{type(tensor).__name__} {getattr(tensor, 'name', tensor)!r}")
         if tensor not in self.nx:
             raise SymroofError(f"graph {self.name!r}: no tensor {tensor.name!r}")
         if writes is not None:

@@ -22,11 +22,10 @@ from typing import Any
 import sympy as sp
 
 from symroof.errors import SymroofError, suggest
+from symroof.precision import PRECISIONS  # precisions a file may list, widest first
 
 __all__ = ["PRECISIONS", "UNITS", "Peak", "MemoryLevel", "Link", "HardwareSpec", "parse_spec"]
 
-#: Precisions a file may list, widest first (the order every listing uses).
-PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 #: Compute units: the matrix engine (tensor / matrix cores, systolic array) and the vector unit.
 UNITS = ("matrix", "vector")
 

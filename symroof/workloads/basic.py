@@ -85,7 +85,8 @@ def conv2d(batch: object, in_channels: object, height: object, width: object,
         ("batch", "in_channels", "height", "width", "out_channels", "kernel height",
          "kernel width")))
     st, pad = as_dim(stride, "conv2d stride"), as_expr(padding, "conv2d padding")
-    if not (pad.is_number and pad.is_integer and pad >= 0) and pad.is_nonnegative is not True:
+    if pad.is_integer is False or pad.is_negative or (pad.is_number and not pad.is_integer) \
+            or (not pad.is_number and pad.is_nonnegative is not True):
         raise SymroofError(f"conv2d padding: expected a non-negative integer, got {pad}")
     assumptions: list[str] = []
     p_ = _out_size(h_, r_, st, pad, "height", assumptions)

@@ -1,0 +1,279 @@
+"""Solvers: limits, crossovers with their conditions, curves, regimes, asymptotics.
+
+Everything works on rational functions through their numerator and denominator as
+polynomials in the variable (leading terms, roots by degree); no ``simplify()``. Min
+and Max never reach a solver: roofline bounds come as branches (:func:`regimes`).
+
+>>> from symroof.symbols import B, D, S, b
+>>> I = 2*B*(6*D + S)/(b*(B*S + 6*D))
+>>> limit(I, B)
+2*(6*D + S)/(S*b)
+>>> [c.value for c in crossover(2*B*S*D, 12*D**2, B)]
+[6*D/S]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from symroof.errors import SymroofError
+from symroof.ir import as_expr
+
+__all__ = ["limit", "leading_term", "crossover", "Crossover", "crossover_curve", "Curve",
+           "regimes", "Regime", "sensitivity", "theta", "positive_condition"]
+
+
+def _rational_parts(expr: sp.Expr, var: sp.Symbol, what: str) -> tuple[sp.Poly, sp.Poly]:
+    num, den = sp.fraction(sp.cancel(sp.together(expr)))
+    try:
+        return sp.Poly(num, var), sp.Poly(den, var)
+    except sp.PolynomialError:
+        raise SymroofError(f"{what}: expected a rational function of {var}, got {expr}") from None
+
+
+def _symbol(var: object, what: str) -> sp.Symbol:
+    if not isinstance(var, sp.Symbol):
+        raise SymroofError(f"{what}: expected a symbol to vary, got {var!r}")
+    return var
+
+
+def leading_term(expr: object, var: sp.Symbol, to: object = sp.oo) -> sp.Expr:
+    """The dominant term of ``expr`` as ``var`` tends to ``to`` (oo or 0).
+
+    >>> from symroof.symbols import B, D, S
+    >>> leading_term((B*S + 6*D)/B, B)
+    S
+    """
+    e, v = as_expr(expr, "leading_term"), _symbol(var, "leading_term")
+    if v not in e.free_symbols:
+        return e
+    num, den = _rational_parts(e, v, "leading_term")
+    if to == sp.oo:
+        n_c, n_d = num.LC(), num.degree()
+        d_c, d_d = den.LC(), den.degree()
+    elif to == 0:
+        n_d, n_c = min(num.terms(), key=lambda t: t[0][0])[0][0], None
+        n_c = dict((k[0], c) for k, c in num.terms())[n_d]
+        d_d = min(k[0] for k, _ in den.terms())
+        d_c = dict((k[0], c) for k, c in den.terms())[d_d]
+    else:
+        raise SymroofError(f"leading_term: expected to=oo or 0, got {to!r}")
+    return sp.cancel(n_c / d_c) * v ** (n_d - d_d)
+
+
+def limit(expr: object, var: sp.Symbol, to: object = sp.oo) -> sp.Expr:
+    """The limit of a rational function of ``var`` from its leading terms.
+
+    A non-rational expression falls back to ``sympy.limit``. The result is cancelled;
+    :func:`symroof.display.text` prints it in textbook shape.
+    """
+    e, v = as_expr(expr, "limit"), _symbol(var, "limit")
+    if v not in e.free_symbols:
+        return e
+    try:
+        lead = leading_term(e, v, to)
+    except SymroofError:
+        return sp.limit(e, v, to)
+    power = sp.Poly(lead, v).degree() if lead.is_polynomial(v) else -1
+    if v not in lead.free_symbols:
+        return sp.factor_terms(sp.cancel(lead))
+    if (to == sp.oo and power < 0) or (to == 0 and power > 0):
+        return sp.Integer(0)
+    sign = sp.sign(lead.subs(v, 1))
+    return sp.oo * sign if sign.is_number else sp.limit(e, v, to)
+
+
+def positive_condition(expr: sp.Expr) -> sp.Expr | bool:
+    """``expr > 0`` reduced with the symbols' assumptions: True, False or a relation."""
+    e = sp.factor_terms(sp.cancel(expr))
+    if e.is_positive:
+        return True
+    if e.is_nonpositive:
+        return False
+    num, den = sp.fraction(sp.together(e))
+    if den.is_positive:  # the sign is the numerator's; drop positive factors
+        coeff, factors = sp.factor_terms(num).as_coeff_mul()
+        rest = sp.Mul(*[f for f in factors if not f.is_positive])
+        if coeff.is_positive:
+            return sp.StrictGreaterThan(rest, 0)
+        if coeff.is_negative:
+            return sp.StrictLessThan(rest, 0)
+    return sp.StrictGreaterThan(e, 0)
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """One solution ``var = value`` of ``lhs = rhs``, valid while every condition holds."""
+
+    var: sp.Symbol
+    value: sp.Expr
+    conditions: tuple[sp.Expr, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def always(self) -> bool:
+        """True when the solution exists for every value of the other symbols."""
+        return not self.conditions
+
+    def at(self, values: Mapping[sp.Symbol, object]) -> sp.Expr | None:
+        """The value at ``values``, or None where a condition fails there."""
+        subs = {k: as_expr(v, str(k)) for k, v in values.items()}
+        for c in self.conditions:
+            held = c.xreplace(subs)
+            if held is sp.false or held is False:
+                return None
+        return self.value.xreplace(subs)
+
+
+def crossover(lhs: object, rhs: object, var: sp.Symbol) -> list[Crossover]:
+    """Every positive solution of ``lhs = rhs`` in ``var``, each with its conditions.
+
+    A root that is never positive is dropped; one positive only for some values of
+    the other symbols carries that as a condition (a batch where decode turns
+    compute-bound exists only while the asymptotic intensity exceeds the ridge).
+    """
+    v = _symbol(var, "crossover")
+    diff = sp.cancel(as_expr(lhs, "crossover lhs") - as_expr(rhs, "crossover rhs"))
+    if diff == 0:
+        raise SymroofError(f"crossover: the two sides are equal for every {v}")
+    num, den = _rational_parts(diff, v, "crossover")
+    deg = num.degree()
+    if deg <= 0:
+        return []
+    if deg == 1:
+        c1, c0 = num.all_coeffs()
+        roots = [sp.cancel(-c0 / c1)]
+        conds_extra: list[sp.Expr] = []
+    elif deg == 2:
+        a, b_, c = num.all_coeffs()
+        disc = sp.expand(b_ ** 2 - 4 * a * c)
+        sq = sp.sqrt(disc)
+        roots = [sp.cancel((-b_ + sq) / (2 * a)), sp.cancel((-b_ - sq) / (2 * a))]
+        conds_extra = [] if disc.is_nonnegative else [sp.GreaterThan(disc, 0)]
+    else:
+        found = sp.roots(num, v)
+        if not found or sum(found.values()) < deg:
+            raise SymroofError(f"crossover: no closed form for the roots of a degree-{deg} "
+                               f"polynomial in {v}")
+        roots, conds_extra = list(found), []
+    out: list[Crossover] = []
+    seen: set[sp.Expr] = set()
+    for root in roots:
+        if root in seen:
+            continue
+        seen.add(root)
+        cond = positive_condition(root)
+        if cond is False:
+            continue
+        conds = list(conds_extra) + ([] if cond is True else [cond])
+        if sp.cancel(den.as_expr().subs(v, root)) == 0:
+            continue
+        out.append(Crossover(v, sp.factor_terms(root), tuple(conds)))
+    return out
+
+
+@dataclass(frozen=True)
+class Curve:
+    """``y = f(x)`` along ``lhs = rhs``, with the conditions of that branch."""
+
+    x: sp.Symbol
+    y: sp.Symbol
+    expr: sp.Expr
+    conditions: tuple[sp.Expr, ...] = ()
+
+    @property
+    def invariant(self) -> sp.Expr | None:
+        """``x**k * y`` constant along the curve when y is a power law in x, else None."""
+        lead = sp.cancel(self.expr)
+        k = sp.Symbol("_k")
+        for power in range(-3, 4):
+            if power and self.x not in sp.cancel(lead * self.x ** power).free_symbols:
+                return sp.cancel(lead * self.x ** power)
+        del k
+        return None
+
+
+def crossover_curve(lhs: object, rhs: object, x: sp.Symbol, y: sp.Symbol) -> list[Curve]:
+    """``y`` as a function of ``x`` along ``lhs = rhs`` (one curve per branch)."""
+    _symbol(x, "crossover_curve x")
+    return [Curve(x, c.var, c.value, c.conditions) for c in crossover(lhs, rhs, y)]
+
+
+@dataclass(frozen=True)
+class Regime:
+    """One branch of the roofline: where ``condition`` holds, time is ``time_s``."""
+
+    bound: str
+    condition: sp.Expr | bool
+    time_s: sp.Expr
+    attainable: sp.Expr
+    boundary: tuple[Crossover, ...] = field(default_factory=tuple)
+
+
+def regimes(workload: object, hw: object, *, precision: str = "bf16",
+            subs: Mapping[object, object] | None = None, var: sp.Symbol | None = None,
+            unit: str | None = None, level: str | None = None) -> list[Regime]:
+    """The memory-bound and compute-bound branches of a workload's roofline.
+
+    Each branch gives its condition (intensity below or above the ridge) and its time.
+    With ``var``, each also gives where it starts or ends in that variable.
+    """
+    from symroof.evaluate import roofline
+
+    r = roofline(workload, hw, precision=precision, subs=subs, unit=unit, level=level)  # type: ignore[arg-type]
+    below = positive_condition(r.ridge - r.intensity)
+    above = positive_condition(r.intensity - r.ridge)
+    cross = tuple(crossover(r.intensity, r.ridge, var)) if var is not None else ()
+    out = []
+    for bound, cond, time, attain in (
+            ("memory", below, r.memory_time_s, r.bandwidth * r.intensity),
+            ("compute", above, r.compute_time_s, r.peak)):
+        if cond is False:
+            continue
+        out.append(Regime(bound, cond, sp.factor_terms(sp.cancel(time)),
+                          sp.factor_terms(sp.cancel(attain)), cross))
+    return out
+
+
+def sensitivity(expr: object, var: sp.Symbol) -> sp.Expr:
+    """The elasticity d ln f / d ln x = x f'(x) / f(x): the % change of f per % of x.
+
+    >>> from symroof.symbols import n, b
+    >>> sensitivity(2*n/(3*b), n)
+    1
+    """
+    e, v = as_expr(expr, "sensitivity"), _symbol(var, "sensitivity")
+    return sp.factor_terms(sp.cancel(v * sp.diff(e, v) / e))
+
+
+def theta(expr: object, small: Iterable[tuple[sp.Symbol, sp.Symbol]] = ()) -> sp.Expr:
+    """The asymptotic class of ``expr``: its dominant terms with constants dropped.
+
+    ``small`` lists pairs (x, y) with x << y (e.g. context << width); the expression is
+    expanded to first order in x/y, terms dominated by another term (their ratio is
+    1 over a product of dimensions, all >= 1) are dropped, and coefficients are set to
+    1. Shazeer's incremental attention: memory/arithmetic = Theta(n/d + 1/b).
+    """
+    e = as_expr(expr, "theta")
+    eps = sp.Symbol("_eps", positive=True)
+    for x, y in small:
+        e = e.xreplace({x: eps * x})
+        e = sp.series(e, eps, 0, 2).removeO().xreplace({eps: 1})
+    terms = sp.Add.make_args(sp.expand(e))
+    monomials = []
+    for t in terms:
+        coeff, rest = t.as_coeff_Mul()
+        if coeff.is_positive and rest not in monomials:
+            monomials.append(rest)
+
+    def dominated(t: sp.Expr, by: sp.Expr) -> bool:
+        ratio = sp.cancel(t / by)
+        num, den = sp.fraction(ratio)
+        return t != by and num.is_number and not den.is_number and all(
+            s.is_integer and s.is_positive for s in den.free_symbols)
+
+    kept = [t for t in monomials if not any(dominated(t, o) for o in monomials)]
+    return sp.Add(*kept)

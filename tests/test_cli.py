@@ -1,0 +1,291 @@
+"""The ``symroof`` command, driven in-process through ``symroof.cli.main``."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+import sympy as sp
+
+from symroof import hardware
+from symroof.cli import main
+from symroof.parse import parse_assignments, parse_expr
+from symroof.symbols import CANONICAL, K, M, N, b
+from symroof.workloads.basic import gemm, gemv
+
+# H100 SXM datasheet figures, typed in independently of the TOML file:
+# 989.4 TFLOP/s dense BF16, 3.35 TB/s HBM3.
+H100_BF16 = Fraction("989.4") * 10**12
+H100_HBM = Fraction("3.35") * 10**12
+
+
+def same(a: object, c: object) -> bool:
+    return sp.cancel(sp.sympify(a) - sp.sympify(c)) == 0
+
+
+def expr(text: str) -> sp.Expr:
+    """A formula string from the CLI, read back through the safe parser."""
+    return parse_expr(text, CANONICAL)
+
+
+def run_json(capsys, *argv: str) -> dict:
+    code = main([*argv, "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert captured.err == ""
+    return json.loads(captured.out)
+
+
+def run_error(capsys, *argv: str) -> str:
+    """Run a command that must fail cleanly; return its one error line."""
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("symroof: error:")
+    assert "Traceback" not in captured.err
+    return lines[0]
+
+
+# ---------------------------------------------------------------------------
+# derive
+
+
+def test_derive_gemm_json_formulas_and_row(capsys):
+    doc = run_json(capsys, "derive", "gemm", "--set", "M=8192", "--set", "N=8192",
+                   "--set", "K=8192")
+    assert doc["workload"] == "gemm"
+    assert same(expr(doc["flops"]), 2 * M * N * K)
+    # read A + read B + write C
+    assert same(expr(doc["bytes"]), b * (M * K + K * N + M * N))
+    assert same(expr(doc["intensity"]), 2 * M * N * K / (b * (M * K + K * N + M * N)))
+    assert "two_per_mac" in doc["convention"]
+    (row,) = doc["rows"]
+    assert row["subs"] == {"M": 8192, "N": 8192, "K": 8192}
+    assert row["flops"] == 1099511627776 == 2 * 8192**3
+    assert isinstance(row["flops"], int)
+    # b is free: bytes and intensity stay expressions in b
+    assert isinstance(row["intensity"], str)
+    assert same(expr(row["intensity"]), sp.Rational(16384, 3) / b)        # 2n/(3b)
+    assert same(expr(row["bytes"]), 3 * 8192**2 * b)
+
+
+def test_derive_with_b_and_precision_gives_numbers(capsys):
+    doc = run_json(capsys, "derive", "gemm", "--set", "M=8192", "--set", "N=128",
+                   "--set", "K=8192", "--set", "b=2")
+    (row,) = doc["rows"]
+    assert row["intensity"] == pytest.approx(4096 / 33, rel=1e-12)        # 124.1
+    via_precision = run_json(capsys, "derive", "gemm", "--set", "M=8192", "--set", "N=128",
+                             "--set", "K=8192", "--precision", "bf16")
+    assert via_precision["rows"][0]["intensity"] == row["intensity"]
+    assert via_precision["rows"][0]["bytes"] == 2 * (8192 * 8192 + 8192 * 128 + 8192 * 128)
+
+
+def test_derive_value_lists_make_rows(capsys):
+    doc = run_json(capsys, "derive", "gemm", "--set", "M=1,2", "--set", "N=3")
+    rows = doc["rows"]
+    assert [r["subs"] for r in rows] == [{"M": 1, "N": 3}, {"M": 2, "N": 3}]
+    formula = gemm(M, N, K).flops
+    for r in rows:
+        assert same(expr(r["flops"]), formula.subs({M: r["subs"]["M"], N: 3}))
+    assert same(expr(rows[0]["flops"]), 6 * K) and same(expr(rows[1]["flops"]), 12 * K)
+    product = run_json(capsys, "derive", "gemm", "--set", "M=1,2", "--set", "N=3,4",
+                       "--set", "K=5,6,7")
+    assert len(product["rows"]) == 2 * 2 * 3
+
+
+def test_derive_accepts_size_suffixes_and_expressions(capsys):
+    doc = run_json(capsys, "derive", "elementwise", "--set", "n=16Mi", "--set", "b=2")
+    (row,) = doc["rows"]
+    assert row["subs"] == {"n": 16 * 2**20, "b": 2}
+    assert row["intensity"] == pytest.approx(0.25, rel=1e-12)
+    doc = run_json(capsys, "derive", "gemm", "--set", "M=2**13", "--set", "N=8*1024",
+                   "--set", "K=8Ki", "--set", "b=2")
+    assert doc["rows"][0]["intensity"] == pytest.approx(8192 / 3, rel=1e-12)   # 2730.7
+
+
+def test_derive_flop_conventions(capsys):
+    exact = run_json(capsys, "derive", "gemm", "--flops", "exact", "--set", "M=2",
+                     "--set", "N=2", "--set", "K=2")
+    assert exact["rows"][0]["flops"] == 12
+    one = run_json(capsys, "derive", "gemm", "--flops", "one_per_mac", "--set", "M=2",
+                   "--set", "N=2", "--set", "K=2")
+    assert one["rows"][0]["flops"] == 8
+
+
+def test_derive_text_output(capsys):
+    assert main(["derive", "gemm", "--set", "M=1,2", "--set", "N=3"]) == 0
+    out = capsys.readouterr().out
+    f_line = next(line for line in out.splitlines() if line.strip().startswith("F = "))
+    assert same(expr(f_line.split("=", 1)[1]), 2 * M * N * K)
+    assert out.count("  at ") == 2
+    assert "at M=1 N=3" in out and "at M=2 N=3" in out
+
+
+def test_help_exits_zero(capsys):
+    assert main(["--help"]) == 0
+    assert "derive" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------
+# bad input: one line on stderr, exit 2
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["derive", "nope"], "unknown workload 'nope'"),
+    (["derive", "gemmm"], "did you mean 'gemm'"),
+    (["derive", "gemm", "--set", "M=__import__('os')"], "__import__"),
+    (["derive", "gemm", "--set", "M=().__class__"], "not allowed"),
+    (["derive", "gemm", "--set", "M=open('/etc/passwd')"], "unknown function 'open'"),
+    (["derive", "gemm", "--set", "Z=3"], "'Z' is an unknown symbol"),
+    (["derive", "gemm", "--set", "M"], "missing '='"),
+    (["derive", "gemm", "--set", "M=1", "--set", "M=2"], "more than once"),
+    (["derive", "gemm", "--set", "M=1/0"], "division by zero"),
+    (["derive", "gemm", "--precision", "fp9"], "precision 'fp9'"),
+    (["derive", "gemm", "--flops", "bogus"], "invalid choice"),
+    (["derive"], "required"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
+    line = run_error(capsys, *argv)
+    assert fragment in line
+
+
+@pytest.mark.parametrize("assignments", [
+    ("b=0", "M=2", "N=2", "K=2"),       # today: TypeError traceback (intensity is zoo)
+    ("M=-1", "N=2", "K=2"),             # today: TypeError traceback (bytes are 0)
+    ("M=-1", "N=3", "K=3"),             # today: prints F = -18 FLOP
+    ("M=0", "N=3", "K=3"),              # a zero dimension, which the IR itself rejects
+    ("K=1/2", "M=2", "N=2"),            # not an integer
+], ids=["b=0", "M=-1,zero-bytes", "M=-1", "M=0", "K=1/2"])
+def test_values_against_symbol_assumptions_are_rejected(capsys, assignments):
+    """Dimensions are positive integers and b is positive: the CLI must say so in one
+    line, not crash with a traceback or print negative FLOPs."""
+    argv = ["derive", "gemm"]
+    for a in assignments:
+        argv += ["--set", a]
+    run_error(capsys, *argv)
+
+
+def test_parse_assignments_is_what_the_cli_uses():
+    got = parse_assignments(["M=1,2", "N=3"], CANONICAL)
+    assert got == {M: (1, 2), N: (3,)}
+
+
+# ---------------------------------------------------------------------------
+# eval and hardware
+
+
+def test_eval_gemv_on_h100_is_memory_bound_by_about_300x(capsys):
+    doc = run_json(capsys, "eval", "gemv", "--set", "N=4096", "--set", "K=4096",
+                   "--hardware", "h100-sxm")
+    (row,) = doc["rows"]
+    assert row["bound"] == "memory"
+    assert row["hardware"] == "h100-sxm" and row["precision"] == "bf16"
+    ridge = float(H100_BF16 / H100_HBM)                      # 295.34 FLOP/B
+    assert row["ridge"] == pytest.approx(ridge, rel=1e-12)
+    assert row["peak_flop_per_s"] == pytest.approx(float(H100_BF16), rel=1e-12)
+    assert row["bandwidth_bytes_per_s"] == pytest.approx(float(H100_HBM), rel=1e-12)
+    # memory-bound: attainable = bandwidth * I, so I = attainable / bandwidth
+    intensity = row["attainable_flop_per_s"] / row["bandwidth_bytes_per_s"]
+    assert intensity == pytest.approx(2048 / 2049, rel=1e-9)          # b = 2 (bf16)
+    assert row["ridge"] / intensity == pytest.approx(295.49, rel=1e-3)
+    assert row["ridge"] / intensity == pytest.approx(300, rel=0.05)    # seed: "~300"
+    # bytes at b = 2: x (4096) + W (4096^2) + y (4096), 2 bytes each
+    q = 2 * (4096 + 4096**2 + 4096)
+    assert row["memory_time_s"] == pytest.approx(q / float(H100_HBM), rel=1e-9)
+    assert row["time_s"] == row["memory_time_s"]
+    assert row["compute_time_s"] == pytest.approx(2 * 4096**2 / float(H100_BF16), rel=1e-9)
+    # second computation: the library's own hardware API and workload
+    spec = hardware.get("h100-sxm")
+    assert float(spec.ridge("bf16")) == pytest.approx(row["ridge"], rel=1e-12)
+    i_lib = gemv(N, K).intensity.subs({N: 4096, K: 4096, b: 2})
+    assert float(spec.ridge("bf16") / i_lib) == pytest.approx(row["ridge"] / intensity, rel=1e-9)
+
+
+def test_eval_rows_report_values_at_the_bytes_per_value_used(capsys):
+    """eval fixes b from the precision (bf16: 2) for the bound; the row's bytes and
+    intensity must be the same numbers, not expressions in a free b."""
+    doc = run_json(capsys, "eval", "gemv", "--set", "N=4096", "--set", "K=4096",
+                   "--hardware", "h100-sxm")
+    (row,) = doc["rows"]
+    assert row["bytes"] == 2 * (4096 + 4096**2 + 4096)
+    assert row["intensity"] == pytest.approx(2048 / 2049, rel=1e-9)
+
+
+def test_eval_precision_sets_peak_and_bytes(capsys):
+    doc = run_json(capsys, "eval", "gemv", "--set", "N=4096", "--set", "K=4096",
+                   "--hardware", "h100-sxm", "--precision", "fp8")
+    (row,) = doc["rows"]
+    # fp8: 1 byte per value, 1978.9 TFLOP/s dense
+    assert row["bytes"] == 4096 + 4096**2 + 4096
+    assert row["intensity"] == pytest.approx(4096 / 2049, rel=1e-9)
+    assert row["ridge"] == pytest.approx(float(Fraction("1978.9") * 10**12 / H100_HBM), rel=1e-12)
+    assert row["bound"] == "memory"
+
+
+def test_eval_one_per_mac_halves_the_peak(capsys):
+    two = run_json(capsys, "eval", "gemm", "--set", "M=8192", "--set", "N=8192", "--set",
+                   "K=8192", "--hardware", "h100-sxm")["rows"][0]
+    one = run_json(capsys, "eval", "gemm", "--set", "M=8192", "--set", "N=8192", "--set",
+                   "K=8192", "--hardware", "h100-sxm", "--flops", "one_per_mac")["rows"][0]
+    assert one["peak_flop_per_s"] == pytest.approx(two["peak_flop_per_s"] / 2, rel=1e-12)
+    assert one["ridge"] == pytest.approx(two["ridge"] / 2, rel=1e-12)
+    assert two["bound"] == one["bound"] == "compute"        # 2730.7 vs ridge 295
+    assert one["time_s"] == pytest.approx(two["time_s"], rel=1e-12)
+
+
+def test_eval_text_prints_the_hardware_line(capsys):
+    assert main(["eval", "gemv", "--set", "N=4096", "--set", "K=4096",
+                 "--hardware", "h100-sxm"]) == 0
+    out = capsys.readouterr().out
+    assert "on h100-sxm (bf16, hbm)" in out and "memory" in out
+    assert "ridge 295.343" in out
+
+
+def test_eval_text_without_set_still_evaluates_on_the_hardware(capsys):
+    """With no --set, eval's JSON has a roofline row; the text form must not drop it."""
+    assert main(["eval", "gemm", "--hardware", "h100-sxm"]) == 0
+    out = capsys.readouterr().out
+    assert "h100-sxm" in out and "ridge" in out
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["eval", "gemv", "--hardware", "nope"], "unknown hardware 'nope'"),
+    (["eval", "gemv", "--hardware", "h100"], "did you mean"),
+    (["eval", "gemv"], "--hardware"),
+    (["eval", "gemv", "--hardware", "h100-sxm", "--precision", "int4"], "int4"),
+    (["eval", "gemv", "--hardware", "h100-sxm", "--level", "l3"], "l3"),
+])
+def test_eval_bad_input(capsys, argv, fragment):
+    assert fragment in run_error(capsys, *argv)
+
+
+def test_hardware_list(capsys):
+    assert main(["hardware", "list"]) == 0
+    out = capsys.readouterr().out
+    assert any(line.split()[0] == "h100-sxm" for line in out.splitlines() if line.strip())
+    doc = run_json(capsys, "hardware", "list")
+    assert "h100-sxm" in doc["hardware"]
+    assert list(doc["hardware"]) == sorted(doc["hardware"])
+    assert tuple(doc["hardware"]) == hardware.names()
+
+
+def test_hardware_show(capsys):
+    doc = run_json(capsys, "hardware", "show", "h100-sxm")
+    assert doc["name"] == "h100-sxm"
+    bf16 = [r for r in doc["ridges"] if r["precision"] == "bf16" and r["unit"] == "matrix"]
+    assert bf16[0]["ops_per_byte_float"] == pytest.approx(float(H100_BF16 / H100_HBM), rel=1e-12)
+    assert main(["hardware", "show", "h100-sxm"]) == 0
+    assert "h100-sxm" in capsys.readouterr().out
+
+
+def test_hardware_show_unknown_suggests(capsys):
+    line = run_error(capsys, "hardware", "show", "nope")
+    assert "unknown hardware 'nope'" in line and "h100-sxm" in line
+    line = run_error(capsys, "hardware", "show", "h100")
+    assert "did you mean" in line and "'h100-sxm'" in line
+    assert "expected a chip name" in run_error(capsys, "hardware", "show")
