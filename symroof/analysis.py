@@ -84,6 +84,21 @@ class Analysis:
                                "so intensity is undefined")
         return sp.factor_terms(sp.cancel(self.flops / self.bytes))
 
+    @cached_property
+    def flops_by_operand(self) -> Mapping[str, sp.Expr]:
+        """Contraction FLOPs split by operands: ``weight`` (a GEMM with a weight or its
+        gradient as an operand) and ``activation`` (both operands activations, e.g. QK^T
+        and PV). Kaplan's 2N and the attention term are these two parts."""
+        from symroof.ir import Gemm
+
+        parts = {"weight": sp.Integer(0), "activation": sp.Integer(0)}
+        for op in self.graph.ops:
+            if isinstance(op, Gemm):
+                kinds = {op.a.kind, op.b.kind}
+                key = "weight" if kinds & {Kind.WEIGHT, Kind.GRADIENT} else "activation"
+                parts[key] += self.per_op[op.name].flops
+        return MappingProxyType(parts)
+
     def op_intensity(self, name: str) -> sp.Expr:
         """Intensity of one op under this convention."""
         c = self.per_op[name].only(self.convention.traffic)

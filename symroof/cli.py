@@ -179,6 +179,85 @@ def _derive(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     return 0
 
 
+def _quantities(wl: object) -> dict[str, sp.Expr]:
+    """Names a --lhs/--rhs expression may use for the workload's quantities."""
+    from symroof.analysis import Analysis
+
+    assert isinstance(wl, Analysis)
+    q: dict[str, sp.Expr] = {"F": wl.flops, "Q": wl.bytes, "I": wl.intensity,
+                             "F_weights": wl.flops_by_operand["weight"],
+                             "F_attention": wl.flops_by_operand["activation"]}
+    for kind, value in wl.bytes_by_kind.items():
+        q[f"Q_{kind.value}"] = value
+    return q
+
+
+def _solve(args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    from symroof.display import text
+    from symroof.evaluate import evaluate
+    from symroof.parse import parse_expr
+    from symroof.solve import crossover, limit
+    from symroof.symbols import CANONICAL
+
+    builders = _workload_builders()
+    if args.workload not in builders:
+        from symroof.errors import suggest
+        raise SymroofError(f"unknown workload {args.workload!r}; expected one of "
+                           f"{', '.join(sorted(builders))}{suggest(args.workload, builders)}")
+    wl = builders[args.workload][1](args)
+    quantities = _quantities(wl)
+    table: dict[str, sp.Basic] = dict(CANONICAL)
+    table.update({x.name: x for x in wl.flops.free_symbols | wl.bytes.free_symbols})  # type: ignore[attr-defined]
+    if args.var not in table or not isinstance(table[args.var], sp.Symbol):
+        raise SymroofError(f"--var {args.var!r}: expected one of the workload's symbols "
+                           f"{', '.join(sorted(x.name for x in wl.intensity.free_symbols))}")  # type: ignore[attr-defined]
+    var = table[args.var]
+    fixed = {k: v[0] for k, v in _parse_sets(args.set or [], set(
+        s_ for s_ in table.values() if isinstance(s_, sp.Symbol))).items()}
+    names = {name: sp.Symbol(f"_q_{name}") for name in quantities}
+    subs_q = {names[k]: v for k, v in quantities.items()}
+
+    def expr(text_: str, what: str) -> sp.Expr:
+        e = parse_expr(text_, {**table, **names}, what=what)
+        return e.xreplace(subs_q)
+
+    if args.kind == "limit":
+        target = expr(args.of, "--of")
+        res = limit(target, var, sp.oo if args.to == "oo" else sp.Integer(0))
+        doc: dict[str, object] = {"kind": "limit", "of": args.of, "var": args.var, "to": args.to,
+                                  "result": str(res), "display": text(res)}
+        if fixed:
+            doc["subs"] = {k.name: _json_number(v) for k, v in fixed.items()}
+            doc["value"] = _json_number(evaluate(res, fixed))
+        if args.json:
+            out(json.dumps(doc, indent=1, sort_keys=True))
+        else:
+            out(f"lim {args.var}->{args.to} of {args.of} = {text(res)}")
+            if "value" in doc:
+                out(f"  at {' '.join(f'{k}={v}' for k, v in doc['subs'].items())}: "  # type: ignore[union-attr]
+                    f"{_text_number(evaluate(res, fixed))}")
+        return 0
+    lhs, rhs = expr(args.lhs, "--lhs"), expr(args.rhs, "--rhs")
+    sols = crossover(lhs.xreplace(fixed), rhs.xreplace(fixed), var)
+    items = [{"value": str(c.value), "display": text(c.value),
+              "conditions": [str(x) for x in c.conditions],
+              "number": _json_number(c.value) if not c.value.free_symbols else None}
+             for c in sols]
+    if args.json:
+        out(json.dumps({"kind": "crossover", "lhs": args.lhs, "rhs": args.rhs,
+                        "var": args.var, "subs": {k.name: _json_number(v) for k, v in fixed.items()},
+                        "solutions": items}, indent=1, sort_keys=True))
+        return 0
+    if not sols:
+        out(f"{args.lhs} = {args.rhs}: no positive {args.var}")
+    for c in sols:
+        cond = f"  (when {' and '.join(str(x) for x in c.conditions)})" if c.conditions else ""
+        num = "" if c.value.free_symbols or _text_number(c.value) == text(c.value) \
+            else f" = {_text_number(c.value)}"
+        out(f"{args.lhs} = {args.rhs} at {args.var} = {text(c.value)}{num}{cond}")
+    return 0
+
+
 def _hardware(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     from symroof import hardware
 
@@ -223,6 +302,23 @@ def build_parser() -> argparse.ArgumentParser:
             c.add_argument("--hardware", required=True)
             c.add_argument("--unit", default=None, choices=["matrix", "vector"])
             c.add_argument("--level", default=None, help="memory level (default: main memory)")
+    sv = sub.add_parser("solve", help="limits and crossovers of a workload's quantities")
+    sv.add_argument("kind", choices=["limit", "crossover"])
+    sv.add_argument("workload")
+    sv.add_argument("--var", required=True, help="the symbol that varies (B, S, ...)")
+    sv.add_argument("--of", default="I", help="limit: expression of F, Q, I, F_weights, "
+                    "F_attention, Q_weight, Q_kv_cache, ... (default I)")
+    sv.add_argument("--to", default="oo", choices=["oo", "0"])
+    sv.add_argument("--lhs", default="F_attention", help="crossover: left side (default F_attention)")
+    sv.add_argument("--rhs", default="F_weights", help="crossover: right side (default F_weights)")
+    sv.add_argument("--set", action="append", metavar="NAME=V", help="fix a symbol first")
+    sv.add_argument("--model", default=None)
+    sv.add_argument("--flops", default="two_per_mac",
+                    choices=["two_per_mac", "one_per_mac", "exact"])
+    sv.add_argument("--unfused", default=None, choices=["write_and_read", "materialize_once"])
+    sv.add_argument("--flops-per-element", type=int, default=1)
+    sv.add_argument("--lowering", default="explicit", choices=["explicit", "implicit"])
+    sv.add_argument("--json", action="store_true")
     h = sub.add_parser("hardware", help="list or show chip specs")
     h.add_argument("action", choices=["list", "show"])
     h.add_argument("name", nargs="?")
@@ -237,6 +333,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command in ("derive", "eval"):
             return _derive(args, out)
+        if args.command == "solve":
+            return _solve(args, out)
         return _hardware(args, out)
     except SymroofError as exc:
         print(f"symroof: error: {exc}", file=sys.stderr)

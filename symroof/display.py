@@ -46,7 +46,10 @@ def display(expr: object) -> sp.Expr:
     e = as_expr(expr, "display")
     if e.is_number or not isinstance(e, sp.Expr):
         return e
-    e = sp.factor_terms(sp.cancel(e))
+    e = sp.cancel(e)
+    if sp.fraction(e)[1] == 1:
+        return sp.expand(e)  # a polynomial reads best as a sum: 2*P + 4*L*S*D
+    e = sp.factor_terms(e)
     for bsym in byte_symbols(e):
         x = sp.cancel(e * bsym)
         if bsym in x.free_symbols:
@@ -85,14 +88,28 @@ def _ordered_mul(printer: StrPrinter | LatexPrinter, expr: sp.Mul) -> str:
         printer._settings["order"] = old
 
 
+def _ordered_add(printer: StrPrinter | LatexPrinter, expr: sp.Add) -> str:
+    """Terms by descending degree with constants last: ``12*D/S + 2``, ``B*S + 6*D``."""
+    terms = sp.Add.make_args(expr)
+    ordered = sorted(terms, key=lambda t: (t.is_number, [-x for x in sp.Poly(
+        t, *sorted(expr.free_symbols, key=str)).monoms()[0]] if t.is_polynomial(
+        *expr.free_symbols) and not t.is_number else [0], str(t)))
+    old = printer._settings["order"]
+    printer._settings["order"] = "none"
+    try:
+        return type(printer).__mro__[1]._print_Add(printer, sp.Add(*ordered, evaluate=False))  # type: ignore[attr-defined]
+    finally:
+        printer._settings["order"] = old
+
+
 class _Str(StrPrinter):
     """Plain text: SymPy's printer, sums by descending degree, products in seed order."""
 
     def _print_Add(self, expr: sp.Add, order: str | None = None) -> str:
-        return super()._print_Add(expr, order="grlex" if order is None else order)
+        return _ordered_add(self, expr)
 
     def _print_Add(self, expr: sp.Add, order: str | None = None) -> str:
-        return super()._print_Add(expr, order="grlex" if order is None else order)
+        return _ordered_add(self, expr)
 
     def _print_Mul(self, expr: sp.Mul) -> str:
         return _ordered_mul(self, expr)
@@ -102,7 +119,7 @@ class _Latex(LatexPrinter):
     """LaTeX in seed order, multi-letter subscripts upright (d_ff -> d_{\\mathrm{ff}})."""
 
     def _print_Add(self, expr: sp.Add, order: str | None = None) -> str:
-        return super()._print_Add(expr, order="grlex" if order is None else order)
+        return _ordered_add(self, expr)
 
     def _print_Mul(self, expr: sp.Mul) -> str:
         return _ordered_mul(self, expr)

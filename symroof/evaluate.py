@@ -19,7 +19,7 @@ from symroof.ir import as_expr
 from symroof.precision import bytes_per_value
 from symroof.symbols import b as _b
 
-__all__ = ["evaluate", "Roofline", "roofline", "symbol_map"]
+__all__ = ["evaluate", "sweep", "Roofline", "roofline", "symbol_map"]
 
 
 def symbol_map(expr: sp.Expr, subs: Mapping[object, object] | None) -> dict[sp.Symbol, sp.Expr]:
@@ -48,6 +48,39 @@ def evaluate(expr: object, subs: Mapping[object, object] | None = None) -> sp.Ex
     return out
 
 
+
+
+def sweep(expr: object, grid: Mapping[object, object], *, subs: Mapping[object, object] | None = None):  # type: ignore[no-untyped-def]
+    """``expr`` over numpy arrays of values, vectorised with ``lambdify`` (floats).
+
+    ``grid`` maps symbols (or their names) to arrays that broadcast together, e.g.
+    ``{B: B_values[:, None], S: S_values[None, :]}`` for a B x S table; ``subs`` fixes
+    the other symbols first (exactly). Every free symbol must get a value.
+
+    >>> import numpy as np
+    >>> from symroof.symbols import n, b
+    >>> sweep(2*n/(3*b), {n: np.array([3, 6])}, subs={b: 2}).tolist()
+    [1.0, 2.0]
+    """
+    import numpy as np
+
+    e = evaluate(expr, subs)
+    by_name = {x.name: x for x in e.free_symbols}
+    keys: list[sp.Symbol] = []
+    arrays: list[object] = []
+    for key, arr in grid.items():
+        sym = by_name.get(key) if isinstance(key, str) else key
+        if sym is None or sym not in e.free_symbols:
+            continue
+        keys.append(sym)
+        arrays.append(np.asarray(arr, dtype=float))
+    missing = e.free_symbols - set(keys)
+    if missing:
+        raise SymroofError(f"sweep: no values for {', '.join(sorted(m.name for m in missing))}")
+    fn = sp.lambdify(keys, e, modules="numpy")
+    out = fn(*arrays)
+    return np.broadcast_to(np.asarray(out, dtype=float), np.broadcast_shapes(
+        *(np.shape(a) for a in arrays))) if arrays else np.asarray(float(e))
 
 
 @dataclass(frozen=True)

@@ -94,14 +94,46 @@ def positive_condition(expr: sp.Expr) -> sp.Expr | bool:
     if e.is_nonpositive:
         return False
     num, den = sp.fraction(sp.together(e))
-    if den.is_positive:  # the sign is the numerator's; drop positive factors
-        coeff, factors = sp.factor_terms(num).as_coeff_mul()
-        rest = sp.Mul(*[f for f in factors if not f.is_positive])
-        if coeff.is_positive:
-            return sp.StrictGreaterThan(rest, 0)
-        if coeff.is_negative:
-            return sp.StrictLessThan(rest, 0)
+    for known, unknown in ((den, num), (num, den)):  # the sign of the part not known
+        if known.is_positive or known.is_negative:
+            sign = 1 if known.is_positive else -1
+            coeff, factors = sp.factor_terms(unknown).as_coeff_mul()
+            rest = sp.Mul(*[f for f in factors if not f.is_positive])
+            if rest.is_number:
+                return bool(sign * coeff * rest > 0)
+            if _leading_sign(rest) < 0:  # state it with a positive leading term
+                rest, coeff = -rest, -coeff
+            return _solved(sp.StrictGreaterThan(rest, 0) if sign * coeff > 0
+                           else sp.StrictLessThan(rest, 0))
     return sp.StrictGreaterThan(e, 0)
+
+
+def _leading_sign(expr: sp.Expr) -> int:
+    """-1 when most terms of ``expr`` have negative coefficients, else 1."""
+    terms = sp.Add.make_args(sp.expand(expr))
+    return -1 if 2 * sum(1 for t in terms if t.as_coeff_Mul()[0] < 0) > len(terms) else 1
+
+
+def _solved(rel: sp.Expr) -> sp.Expr:
+    """A linear condition in one quantity (a non-dimension symbol, e.g. a ridge) solved
+    for it: ``12*D + 2*S - R*S*b > 0`` becomes ``R < (12*D + 2*S)/(S*b)``."""
+    lhs = rel.lhs - rel.rhs
+    quantities = [q for q in lhs.free_symbols if q.is_integer is not True]
+    for q in sorted(quantities, key=lambda x: x.name):
+        try:
+            poly = sp.Poly(lhs, q)
+        except sp.PolynomialError:
+            continue
+        if poly.degree() != 1:
+            continue
+        a, c = poly.all_coeffs()
+        if not (a.is_positive or a.is_negative):
+            continue
+        bound = sp.factor_terms(sp.cancel(-c / a))
+        flip = a.is_negative
+        strict_gt = isinstance(rel, sp.StrictGreaterThan)
+        return sp.StrictGreaterThan(q, bound) if strict_gt != flip else sp.StrictLessThan(q, bound)
+    return rel
 
 
 @dataclass(frozen=True)
@@ -171,8 +203,17 @@ def crossover(lhs: object, rhs: object, var: sp.Symbol) -> list[Crossover]:
         conds = list(conds_extra) + ([] if cond is True else [cond])
         if sp.cancel(den.as_expr().subs(v, root)) == 0:
             continue
-        out.append(Crossover(v, sp.factor_terms(root), tuple(conds)))
+        out.append(Crossover(v, _normalised(root), tuple(conds)))
     return out
+
+
+def _normalised(root: sp.Expr) -> sp.Expr:
+    """``root`` with a denominator whose terms are mostly positive (-a/(c - d) -> a/(d - c))."""
+    num, den = sp.fraction(sp.factor_terms(root))
+    negatives = sum(1 for t in sp.Add.make_args(sp.expand(den)) if t.as_coeff_Mul()[0] < 0)
+    if 2 * negatives > len(sp.Add.make_args(sp.expand(den))):
+        num, den = -num, -den
+    return sp.factor_terms(num) / sp.factor_terms(sp.expand(den))
 
 
 @dataclass(frozen=True)
@@ -186,13 +227,12 @@ class Curve:
 
     @property
     def invariant(self) -> sp.Expr | None:
-        """``x**k * y`` constant along the curve when y is a power law in x, else None."""
-        lead = sp.cancel(self.expr)
-        k = sp.Symbol("_k")
-        for power in range(-3, 4):
-            if power and self.x not in sp.cancel(lead * self.x ** power).free_symbols:
-                return sp.cancel(lead * self.x ** power)
-        del k
+        """The constant ``x**k * y`` along the curve when y is a power law in x, else None
+        (KV bytes = weight bytes: ``S*B`` is constant)."""
+        for power in (1, 2, 3, -1, -2, -3):
+            value = sp.cancel(self.expr * self.x ** power)
+            if self.x not in value.free_symbols:
+                return value
         return None
 
 

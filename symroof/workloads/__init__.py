@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from symroof.workloads.attention import attention
 from symroof.workloads.basic import conv2d, elementwise, gemm, gemv
+from symroof.workloads.transformer import decode, prefill, training
 
-__all__ = ["gemm", "gemv", "elementwise", "conv2d"]
+__all__ = ["gemm", "gemv", "elementwise", "conv2d", "attention", "prefill", "decode", "training"]
