@@ -20,7 +20,8 @@ from symroof.errors import SymroofError
 from symroof.ir import Graph, OpGroup, Tensor, as_dim
 from symroof.symbols import b as _b
 
-__all__ = ["attention", "attention_core", "causal_fraction", "UNFUSED", "CAUSAL"]
+__all__ = ["attention", "attention_core", "causal_fraction", "pending_fusions", "finish",
+           "UNFUSED", "CAUSAL"]
 
 #: How unfused kernels move the S x S matrices.
 UNFUSED = {
@@ -65,13 +66,25 @@ def attention_core(g: Graph, q: Tensor, k: Tensor, v: Tensor, *, work_fraction: 
     scores = g.gemm(q, k, transpose_b=True, work_fraction=work_fraction, name=f"{prefix}scores")
     probs = g.elementwise(scores, name=f"{prefix}softmax", flops_per_element=softmax_flops)
     out = g.gemm(probs, v, work_fraction=work_fraction, name=f"{prefix}pv")
-    if fused:
-        g.set_crossings(scores, writes=0, reads=0)
-        g.set_crossings(probs, writes=0, reads=0)
+    if fused:  # FlashAttention: one kernel, applied by symroof.passes.fuse at the end
+        pending_fusions(g).append({scores.name, probs.name, out.name})
     elif unfused == "materialize_once":
         g.set_crossings(scores, writes=1, reads=0)
         g.set_crossings(probs, writes=0, reads=0)
     return out
+
+
+def pending_fusions(g: Graph) -> list[set[str]]:
+    """Fusion groups a builder has queued on ``g`` (applied by :func:`finish`)."""
+    return g.meta.setdefault("pending_fusions", [])  # type: ignore[return-value]
+
+
+def finish(g: Graph) -> Graph:
+    """Apply the queued fusion groups with the fusion pass; returns the fused graph."""
+    from symroof.passes.fuse import fuse
+
+    groups = g.meta.pop("pending_fusions", [])
+    return fuse(g, groups) if groups else g  # type: ignore[arg-type]
 
 
 def attention(S: object, D: object, heads: object, *, head_dim: object | None = None,
@@ -110,8 +123,7 @@ def attention(S: object, D: object, heads: object, *, head_dim: object | None = 
         of = g.view(o, (bt, s_, h_ * hd), name="o")
         o = g.gemm(of, g.weight("W_o", (h_ * hd, d_), bytes_per_value=b), name="o_proj")
     g.output(o)
-    groups = _ops(ops)
-    return analyze(g, flops=flops, ops=groups, tokens=bt * s_)
+    return analyze(finish(g), flops=flops, ops=_ops(ops), tokens=bt * s_)
 
 
 def _ops(ops: str) -> frozenset[OpGroup]:

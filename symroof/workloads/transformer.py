@@ -31,7 +31,7 @@ from symroof.cost import FlopCount
 from symroof.errors import SymroofError
 from symroof.ir import Elementwise, Graph, Kind, OpGroup, Tensor, as_dim
 from symroof.models.config import TransformerModel
-from symroof.workloads.attention import attention_core, causal_fraction
+from symroof.workloads.attention import attention_core, causal_fraction, finish, pending_fusions
 
 __all__ = ["prefill", "decode", "training", "training_graph", "forward_graph", "weight_tensors",
            "ElementwiseFlops", "DECODE_TRAFFIC", "ADAM"]
@@ -63,7 +63,7 @@ DECODE_TRAFFIC = {
 def _linear(g: Graph, m: TransformerModel, x: Tensor, w_name: str, d_in: sp.Expr,
             d_out: sp.Expr, name: str, bias: bool, fl: ElementwiseFlops,
             experts: sp.Expr | None = None, share: sp.Expr = sp.Integer(1)) -> Tensor:
-    """``x @ W (+ bias)``; a bias add is a GEMM epilogue, so its input stays on chip.
+    """``x @ W (+ bias)``; a bias add is fused into the GEMM as its epilogue.
 
     With ``experts``, W is (experts, d_in, d_out) and each token row meets ``share`` of
     the experts (the GEMM does that fraction of the dense work).
@@ -76,7 +76,7 @@ def _linear(g: Graph, m: TransformerModel, x: Tensor, w_name: str, d_in: sp.Expr
         bvec = g.weight(f"{w_name}.bias", bshape, bytes_per_value=m.weight_bytes)
         out = g.elementwise(y, bvec, name=f"{name}+bias", flops_per_element=fl.bias * share,
                            linear=True)
-        g.set_crossings(y, writes=0, reads=0)
+        pending_fusions(g).append({name, out.name})  # the bias add is the GEMM's epilogue
         y = out
     if share != 1:
         g.set_crossings(y, writes=share, reads=share)
@@ -195,7 +195,7 @@ def forward_graph(m: TransformerModel, *, batch: object, q_len: object, kv_len: 
     x = _norm(g, m, x, "final_norm", fl)
     if logits == "none" or m.vocab is None:
         g.output(x)
-        return g
+        return finish(g)
     if logits == "last" and ql != 1:
         x = g.move(x, name="last_token", shape=(bt, 1, m.d_model), read_fraction=1 / ql)
     if m.tied_embeddings:
@@ -204,7 +204,7 @@ def forward_graph(m: TransformerModel, *, batch: object, q_len: object, kv_len: 
         w = g.weight("W_lm", (m.d_model, m.vocab), bytes_per_value=m.weight_bytes)
         out = g.gemm(x, w, name="lm_head")
     g.output(out)
-    return g
+    return finish(g)
 
 
 def weight_tensors(m: TransformerModel) -> list[tuple[Tensor, sp.Expr]]:

@@ -1,0 +1,121 @@
+"""The fusion pass: a group of ops runs as one kernel, its internal tensors stay on chip.
+
+Fusion never changes FLOPs. It lowers traffic by exactly the crossings of the tensors it
+keeps on chip: a tensor produced and consumed only inside the group is neither written
+nor read; a tensor produced inside and also used outside is written once but read by
+the group from chip; an input read by several ops of the group is read once. The
+result records each group and the on-chip capacity its internal tensors need, as a
+condition. Rules for elementwise chains, GEMM epilogues and attention are the same rule.
+
+>>> from symroof.symbols import n
+>>> from symroof.ir import Graph
+>>> from symroof.analysis import analyze
+>>> g = Graph("chain")
+>>> y = g.elementwise(g.elementwise(g.elementwise(g.input("x", (n,)), name="a"), name="b"), name="c")
+>>> g.output(y)
+>>> analyze(g).intensity, analyze(fuse(g, [{"a", "b", "c"}])).intensity
+(1/(2*b), 3/(2*b))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import sympy as sp
+
+from symroof.errors import SymroofError
+from symroof.ir import Graph, Op, Tensor
+
+__all__ = ["Fuse", "FusedGroup", "fuse", "unfuse"]
+
+
+@dataclass(frozen=True)
+class FusedGroup:
+    """One fused kernel: its ops, the tensors it keeps on chip, and what that needs.
+
+    ``capacity`` is the on-chip bytes the group's internal tensors need if held whole
+    (the condition ``capacity <= C`` for on-chip memory C); a streaming kernel that
+    tiles them (FlashAttention) needs only a tile of them, stated by ``tile_capacity``.
+    """
+
+    name: str
+    ops: tuple[str, ...]
+    internal: tuple[str, ...]
+    capacity: sp.Expr
+    tile_capacity: sp.Expr | None = None
+
+
+@dataclass(frozen=True)
+class Fuse:
+    """Fuse each group of op names into one kernel (a Graph -> Graph pass)."""
+
+    groups: tuple[frozenset[str], ...]
+    tile_capacity: tuple[sp.Expr | None, ...] = ()
+    name: str = "fuse"
+
+    def apply(self, graph: Graph) -> Graph:
+        g = graph.copy()
+        fused = list(g.meta.get("fused", ()))  # type: ignore[arg-type]
+        for i, group in enumerate(self.groups):
+            ops = [_op(g, name, self.name) for name in sorted(group)]
+            tile = self.tile_capacity[i] if i < len(self.tile_capacity) else None
+            fused.append(_fuse_group(g, ops, tile))
+        g.meta["fused"] = tuple(fused)
+        return g
+
+
+def _op(g: Graph, name: str, pass_name: str) -> Op:
+    node = g.node(name)
+    if not isinstance(node, Op):
+        raise SymroofError(f"{pass_name}: {name!r} is a tensor, expected an op name")
+    return node
+
+
+def _fuse_group(g: Graph, ops: list[Op], tile: sp.Expr | None) -> FusedGroup:
+    members = set(ops)
+    outputs = set(g.outputs)
+    internal: list[Tensor] = []
+    seen_inputs: set[Tensor] = set()
+    for op in sorted(ops, key=lambda o: o.name):
+        for t in op.inputs:
+            producer = g.producer(t)
+            if producer in members:
+                g.set_edge_crossings(t, op, 0)        # produced in the group: read on chip
+            elif t in seen_inputs:
+                g.set_edge_crossings(t, op, 0)        # already brought in by the group
+            else:
+                seen_inputs.add(t)
+        for t in op.outputs:
+            consumers = set(g.consumers(t))
+            if consumers and consumers <= members and t not in outputs:
+                g.set_edge_crossings(op, t, 0)        # never leaves the chip
+                internal.append(t)
+    capacity = sp.Add(*(t.nbytes for t in internal))
+    name = "+".join(o.name for o in ops)
+    return FusedGroup(name, tuple(o.name for o in ops), tuple(t.name for t in internal),
+                      capacity, tile)
+
+
+def fuse(graph: Graph, groups: Iterable[Iterable[str]], *,
+         tile_capacity: Iterable[sp.Expr | None] = ()) -> Graph:
+    """``graph`` with each group of op names fused into one kernel."""
+    gs = tuple(frozenset(gr) for gr in groups)
+    if any(not gr for gr in gs):
+        raise SymroofError("fuse: a group must name at least one op")
+    return Fuse(gs, tuple(tile_capacity)).apply(graph)
+
+
+def unfuse(graph: Graph, groups: Iterable[Iterable[str]]) -> Graph:
+    """``graph`` with every read and write of the named ops back to compulsory traffic."""
+    g = graph.copy()
+    names = {n for gr in groups for n in gr}
+    for name in names:
+        op = _op(g, name, "unfuse")
+        for t in op.inputs:
+            g.set_edge_crossings(t, op, 1)
+        for t in op.outputs:
+            g.set_edge_crossings(op, t, 1)
+    g.meta["fused"] = tuple(f for f in g.meta.get("fused", ())  # type: ignore[attr-defined]
+                            if not set(f.ops) & names)
+    return g
