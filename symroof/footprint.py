@@ -105,4 +105,6 @@ def capacity(model: TransformerModel, hw: object, *, context: object, tp: int = 
     free = tp * cap - model.params * model.weight_bytes
     per_seq = model.kv_bytes_per_token * as_dim(context, "context")
     n = free / per_seq
-    return sp.floor(n) if n.is_number else n
+    if n.is_number:
+        return sp.Max(sp.Integer(0), sp.floor(n))  # weights that do not fit leave room for none
+    return n

@@ -143,8 +143,10 @@ class _Parser:
             result = self.visit(tree.body, 0)
             if not isinstance(result, sp.Expr):
                 raise self.fail(f"value {result} is not an expression")
-            if result.has(sp.I) or result.is_extended_real is False:
-                raise self.fail(f"value {result} is not real")
+            if result.has(sp.I) or any(  # cheap syntactic test; no assumption queries
+                    p.base.is_Number and p.base < 0 and not p.exp.is_integer
+                    for p in result.atoms(sp.Pow)):
+                raise self.fail(f"value {_show(str(result), 40)} is not real")
         except _Reject as exc:
             raise self.fail(exc.message, exc.col, exc.tail) from None
         except SymroofError:

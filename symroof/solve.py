@@ -194,8 +194,8 @@ def crossover(lhs: object, rhs: object, var: sp.Symbol) -> list[Crossover]:
     out: list[Crossover] = []
     seen: set[sp.Expr] = set()
     for root in roots:
-        if root in seen:
-            continue
+        if root in seen or root.is_real is False or (root.is_number and not root.is_real):
+            continue  # a repeated or complex root is no crossover
         seen.add(root)
         cond = positive_condition(root)
         if cond is False:

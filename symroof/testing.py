@@ -147,8 +147,8 @@ def _evaluate(expr: sp.Expr, point: Mapping[sp.Symbol, sp.Expr]) -> sp.Expr | No
     return value if value.is_number else None
 
 
-def _check_tol(tol: float | None, fn: str, name: str = "rel") -> None:
-    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, numbers.Real) or tol < 0):
+def _check_tol(tol: float, fn: str, name: str = "rel") -> None:
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or tol < 0:
         raise ValueError(f"{fn}: {name} must be a non-negative number, got {tol!r}")
 
 
@@ -164,7 +164,8 @@ def assert_formula_equal(actual: object, expected: object, *, rel: float | None 
     import sympy as sp
     fn = "assert_formula_equal"
     a, e = _as_expr(actual, "actual", fn), _as_expr(expected, "expected", fn)
-    _check_tol(rel, fn)
+    if rel is not None:
+        _check_tol(rel, fn)
     if isinstance(points, bool) or not isinstance(points, int) or points < 1:
         raise ValueError(f"{fn}: points must be a positive integer, got {points!r}")
     if a == e:

@@ -103,10 +103,10 @@ def _mlp(g: Graph, m: TransformerModel, x: Tensor, batch: sp.Expr, q_len: sp.Exp
     (true once batch x k exceeds the expert count; an upper bound below that).
     """
     act = getattr(fl, m.activation)
-    e, share = None, sp.Integer(1)
+    e, share, router = None, sp.Integer(1), None
     if m.experts != 1:
-        g.gemm(x, g.weight("W_router", (m.d_model, m.experts), bytes_per_value=m.weight_bytes),
-               name="router")
+        router = g.gemm(x, g.weight("W_router", (m.d_model, m.experts),
+                                    bytes_per_value=m.weight_bytes), name="router")
         e, share = m.experts, m.experts_per_token / m.experts
         x = g.move(x, name="dispatch", shape=(e, batch * q_len, m.d_model))
         g.set_crossings(x, writes=share, reads=share)
@@ -119,8 +119,8 @@ def _mlp(g: Graph, m: TransformerModel, x: Tensor, batch: sp.Expr, q_len: sp.Exp
     if share != 1:
         g.set_crossings(h, writes=share, reads=share)
     y = _linear(g, m, h, "W_down", m.d_ff, m.d_model, "down", m.mlp_bias, fl, e, share)
-    if e is not None:
-        y = g.move(y, name="combine", shape=(batch, q_len, m.d_model))
+    if e is not None:  # expert outputs weighted by the router's gates and summed
+        y = g.move(y, router, name="combine", shape=(batch, q_len, m.d_model))
     return y
 
 
