@@ -212,8 +212,13 @@ def _solve(args: argparse.Namespace, out: Callable[[str], None]) -> int:
         raise SymroofError(f"--var {args.var!r}: expected one of the workload's symbols "
                            f"{', '.join(sorted(x.name for x in wl.intensity.free_symbols))}")  # type: ignore[attr-defined]
     var = table[args.var]
-    fixed = {k: v[0] for k, v in _parse_sets(args.set or [], set(
-        s_ for s_ in table.values() if isinstance(s_, sp.Symbol))).items()}
+    fixed: dict[sp.Symbol, sp.Expr] = {}
+    for k, v in _parse_sets(args.set or [], set(
+            s_ for s_ in table.values() if isinstance(s_, sp.Symbol))).items():
+        if len(v) != 1:
+            raise SymroofError(f"--set {k.name}: solve takes one value per symbol, got {len(v)}")
+        _check_value(k, v[0])
+        fixed[k] = v[0]
     names = {name: sp.Symbol(f"_q_{name}") for name in quantities}
     subs_q = {names[k]: v for k, v in quantities.items()}
 

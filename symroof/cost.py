@@ -192,7 +192,8 @@ def _reduce(op: Reduce, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr
 
 @cost_rule(Gather)
 def _gather(op: Gather, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr]]:
-    # only the looked-up rows cross the boundary: rows / table rows of the table
+    # each lookup reads its row: rows / table rows of the table (no reuse between
+    # lookups is assumed, so a batch with more tokens than the vocabulary reads more)
     return _ZERO, {op.table.name: op.rows / op.table.shape[0]}
 
 

@@ -41,15 +41,30 @@ def _monomial_denominators(terms: tuple[sp.Expr, ...]) -> bool:
     return True
 
 
+def _positive_denominator(e: sp.Expr) -> sp.Expr:
+    """``-a/(c - d)`` as ``a/(d - c)``: flip signs when most denominator terms are negative."""
+    num, den = sp.fraction(e)
+    terms = sp.Add.make_args(sp.expand(den))
+    if 2 * sum(1 for t in terms if t.as_coeff_Mul()[0] < 0) > len(terms):
+        return sp.Mul(sp.factor_terms(-num), sp.Pow(sp.factor_terms(sp.expand(-den)), -1),
+                      evaluate=False)
+    return e
+
+
 def display(expr: object) -> sp.Expr:
     """``expr`` rearranged into textbook shape (mathematically the same expression)."""
+    if isinstance(expr, sp.core.relational.Relational):
+        return type(expr)(display(expr.lhs), display(expr.rhs), evaluate=False)
     e = as_expr(expr, "display")
     if e.is_number or not isinstance(e, sp.Expr):
         return e
+    if e.is_Add and _monomial_denominators(e.args) and any(
+            sp.fraction(t)[1] != 1 for t in e.args):
+        return e  # a sum of simple fractions (n/d + 1/B) reads best as it is
     e = sp.cancel(e)
     if sp.fraction(e)[1] == 1:
         return sp.expand(e)  # a polynomial reads best as a sum: 2*P + 4*L*S*D
-    e = sp.factor_terms(e)
+    e = _positive_denominator(sp.factor_terms(e))
     for bsym in byte_symbols(e):
         x = sp.cancel(e * bsym)
         if bsym in x.free_symbols:

@@ -128,6 +128,7 @@ def _layer(g: Graph, m: TransformerModel, x: Tensor, *, batch: sp.Expr, q_len: s
            kv_len: sp.Expr, decode: bool, causal: bool | str, fused: bool, unfused: str,
            kv_write: bool, fl: ElementwiseFlops) -> Tensor:
     per = m.heads / m.kv_heads
+    x = g.view(x, x.shape, name="layer_input")  # each of the layers has its own input
     h = _norm(g, m, x, "attn_norm", fl)
     q = _linear(g, m, h, "W_q", m.d_model, m.q_dim, "q_proj", m.qkv_bias, fl)
     k = _linear(g, m, h, "W_k", m.d_model, m.kv_dim, "k_proj", m.qkv_bias, fl)

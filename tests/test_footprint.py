@@ -1,0 +1,173 @@
+"""Memory footprints and capacity (symroof.footprint): KV cache, weights, training state.
+
+Seed 000: 537 MB of KV cache per 1,024-token sequence of the 6.4B model. Seed 001:
+Llama-3-70B's weights equal its KV cache at about 437,500 token-slots, and "you will
+run out of KV memory at 190 concurrent users at 8k context" for 70B at FP8 on 4 x H100.
+Second computations: the seeds' arithmetic, and plain integer arithmetic from the
+published shapes and the chip's 80 GB.
+"""
+
+from __future__ import annotations
+
+import pytest
+import sympy as sp
+
+from symroof import hardware
+from symroof.errors import SymroofError
+from symroof.footprint import capacity, memory, saved_activations
+from symroof.models import get, transformer
+from symroof.symbols import B, D, G, H, L, S, b
+
+H100_BYTES = 80 * 10**9   # NVIDIA H100 SXM5: 80 GB of HBM3
+
+
+def same(a: object, c: object) -> bool:
+    return sp.cancel(sp.sympify(a) - sp.sympify(c)) == 0
+
+
+# ---------------------------------------------------------------------------
+# inference
+
+
+def test_kv_cache_symbolic():
+    m = transformer(layers=L, d_model=D, heads=H)
+    f = memory(m, batch=B, context=S)
+    assert same(f.kv_cache, 2 * L * S * D * b * B)      # 2 (K and V) x L x S x D values
+    assert same(f.weights, 12 * L * D**2 * b)
+    assert f.gradients == 0 and f.optimizer_state == 0
+    assert same(f.total, f.weights + f.kv_cache)
+    gqa = memory(transformer(layers=L, d_model=D, heads=H, kv_heads=G), batch=B, context=S)
+    assert same(f.kv_cache / gqa.kv_cache, H / G)
+
+
+def test_seed_kv_cache_537_mb_per_sequence():
+    m = get("seed-6.4b").with_precision(weights="bf16", kv_cache="bf16", activations="bf16")
+    f = memory(m, batch=1, context=1024)
+    assert f.kv_cache == 536_870_912 == 2 * 32 * 1024 * 4096 * 2
+    assert float(f.kv_cache) == pytest.approx(537e6, rel=1e-3)
+    assert memory(m, batch=64, context=1024).kv_cache == 64 * f.kv_cache
+
+
+def test_kv_precision_scales_cache():
+    m = get("llama-3-70b")
+    fp16 = memory(m.with_bytes(2), batch=1, context=8192).kv_cache
+    fp8 = memory(m.with_precision(kv_cache="fp8"), batch=1, context=8192).kv_cache
+    assert fp16 == 2 * fp8 == 327_680 * 8192
+
+
+def test_llama_70b_weight_kv_crossover_token_slots():
+    # seed 001: weight bytes 140 GB, KV 320 KB per token: equal at S B = 437,500
+    m = get("llama-3-70b").with_bytes(2)
+    slots = sp.symbols("slots", positive=True)
+    f = memory(m, batch=1, context=1)
+    solution = sp.solve(sp.Eq(f.weights, f.kv_cache * slots), slots)
+    assert len(solution) == 1
+    assert solution[0] == sp.Rational(2 * m.params, 327_680)
+    assert float(solution[0]) == pytest.approx(437_500, rel=0.02)
+    assert float(f.weights) == pytest.approx(140e9, rel=0.01)
+
+
+# ---------------------------------------------------------------------------
+# capacity
+
+
+def test_llama_70b_fp8_capacity_on_4_h100():
+    m = get("llama-3-70b").with_precision(weights="fp8", kv_cache="fp8")
+    n = capacity(m, "h100-sxm", context=8192, tp=4)
+    # second computation: (4 x 80 GB - 1 byte per weight) / (KV bytes per 8k sequence)
+    kv_per_seq = 2 * 80 * 8 * 128 * 1 * 8192
+    assert n == (4 * H100_BYTES - 70_553_706_496) // kv_per_seq == 185
+    assert hardware.get("h100-sxm").capacity() == H100_BYTES
+    # the seed says 190: the engine's 185 is within 3% of it
+    assert abs(190 - n) / n < 0.03
+    assert n < 190
+
+
+def test_capacity_scales_with_tp_and_context():
+    m = get("llama-3-70b").with_precision(weights="fp8", kv_cache="fp8")
+    n8 = capacity(m, "h100-sxm", context=8192, tp=8)
+    assert n8 == (8 * H100_BYTES - m.params) // (163_840 * 8192)
+    n4k = capacity(m, "h100-sxm", context=4096, tp=4)
+    assert n4k == (4 * H100_BYTES - m.params) // (163_840 * 4096)
+    assert n4k >= 2 * capacity(m, "h100-sxm", context=8192, tp=4)
+
+
+def test_capacity_symbolic_context():
+    m = get("llama-3-70b").with_precision(weights="fp8", kv_cache="fp8")
+    n = capacity(m, "h100-sxm", context=S, tp=4)
+    assert same(n, (4 * H100_BYTES - m.params) / (163_840 * S))
+
+
+def test_capacity_is_never_negative_when_weights_do_not_fit():
+    """70B at 16 bits (141 GB of weights) on one 80 GB H100: no sequence fits.
+
+    The count of sequences that fit cannot be negative: expect 0 (or a SymroofError
+    saying the weights do not fit), not -23.
+    """
+    m = get("llama-3-70b").with_bytes(2)
+    try:
+        n = capacity(m, "h100-sxm", context=8192, tp=1)
+    except SymroofError as err:
+        assert "fit" in str(err)
+    else:
+        assert n == 0, f"capacity returned {n}"
+
+
+@pytest.mark.parametrize("tp", [0, -1, True, 2.0])
+def test_capacity_rejects_bad_tp(tp):
+    with pytest.raises(SymroofError, match="tp"):
+        capacity(get("llama-3-8b").with_bytes(2), "h100-sxm", context=1024, tp=tp)
+
+
+def test_capacity_unknown_chip_suggests():
+    with pytest.raises(SymroofError, match="h100-sxm"):
+        capacity(get("llama-3-8b").with_bytes(2), "h100", context=1024)
+
+
+def test_memory_rejects_non_models():
+    with pytest.raises(SymroofError):
+        memory("llama-3-8b", batch=1, context=1)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------
+# training
+
+
+def test_training_footprint_16_bytes_per_parameter():
+    m = get("seed-6.4b").with_bytes(2)
+    f = memory(m, batch=1, context=1024, training=True)
+    p = 6_442_450_944
+    assert (f.weights, f.gradients, f.optimizer_state) == (2 * p, 2 * p, 12 * p)
+    assert f.weights + f.gradients + f.optimizer_state == 16 * p
+    assert f.kv_cache == 0 and f.activations > 0
+
+
+def test_saved_activations_per_layer_hand_count():
+    """Activations a training step keeps for the backward pass, FlashAttention recompute.
+
+    Per layer, in units of B S D values, for the seeds' model (no norms, no dropout):
+    the layer input x (read by dW_q, dW_k, dW_v) 1; Q, K, V (the recomputed QK^T and
+    dP = dO V^T) 3; the attention output O (dW_o) 1; the residual x' (dW_up) 1; the up
+    projection output (the GELU's backward) 4; the GELU output (dW_down) 4  ->  14.
+    (Korthikanti et al. 2022 count 34 s b h bytes per layer: the same 28 s b h at
+    2 bytes, plus 4 s b h of LayerNorm inputs and 2 s b h of dropout masks.)
+    """
+    m = transformer(layers=L, d_model=D, heads=H)
+    assert same(saved_activations(m, B, S), 14 * B * S * D * L * b)
+
+
+def test_saved_activations_grow_linearly_with_layers():
+    """Every layer keeps its own input: two layers save twice what one saves."""
+    one = saved_activations(transformer(layers=1, d_model=64, heads=4), 2, 16)
+    two = saved_activations(transformer(layers=2, d_model=64, heads=4), 2, 16)
+    four = saved_activations(transformer(layers=4, d_model=64, heads=4), 2, 16)
+    assert same(two, 2 * one)
+    assert same(four, 4 * one)
+
+
+def test_saved_activations_unfused_keep_s_squared():
+    m = transformer(layers=L, d_model=D, heads=H)
+    fused = saved_activations(m, B, S, fused=True)
+    unfused = saved_activations(m, B, S, fused=False)
+    assert sp.degree(sp.expand(fused), S) == 1
+    assert sp.degree(sp.expand(unfused), S) == 2

@@ -1,0 +1,178 @@
+"""Training (symroof.workloads.transformer.training and symroof.passes.backward).
+
+Seed 000 section 5: 6N FLOPs per token, GPT-3 175B on 300B tokens (3.14e23 reported,
+3.15e23 with the round 175e9), and 16 bytes per parameter for mixed-precision Adam.
+Second computations: the forward pass run through the engine (training = 3 x forward,
+plus FlashAttention's recomputed QK^T), the seeds' closed forms, and plain arithmetic.
+"""
+
+from __future__ import annotations
+
+import pytest
+import sympy as sp
+
+from symroof.ir import Kind
+from symroof.models import get, transformer
+from symroof.passes.backward import backward
+from symroof.symbols import B, D, G, H, L, S, V, b
+from symroof.workloads.transformer import ADAM, forward_graph, prefill, training, training_graph
+from symroof.footprint import memory
+
+TOKENS_GPT3 = 300 * 10**9
+
+
+def same(a: object, c: object) -> bool:
+    return sp.cancel(sp.sympify(a) - sp.sympify(c)) == 0
+
+
+MODELS = {
+    "seed": lambda: transformer(layers=L, d_model=D, heads=H),
+    "gqa-gated-rms-rotary": lambda: transformer(layers=L, d_model=D, heads=H, kv_heads=G,
+                                                mlp="gated", vocab=V, norm="rmsnorm",
+                                                positions="rotary"),
+    "gpt2": lambda: get("gpt2"),
+    "bias-tied-mqa": lambda: transformer(layers=2, d_model=48, heads=3, kv_heads=1, vocab=100,
+                                         biases=True, tied_embeddings=True, mlp="gated"),
+    "moe": lambda: transformer(layers=2, d_model=64, heads=4, kv_heads=2, mlp="gated", d_ff=96,
+                               vocab=100, experts=4, experts_per_token=2),
+}
+
+
+# ---------------------------------------------------------------------------
+# FLOPs
+
+
+def test_weight_gemms_cost_6N_per_token():
+    m = transformer(layers=L, d_model=D, heads=H)
+    tr = training(m, B, S)
+    poly = sp.Poly(sp.expand(tr.flops), S)
+    # the part linear in S is the weight GEMMs: 6 FLOPs per weight per token
+    assert same(poly.coeff_monomial(S), 6 * m.params * B)
+    assert same(poly.coeff_monomial(S), 6 * 12 * L * D**2 * B)
+    # and with a one-token sequence, everything but the attention core is 6N
+    assert same(training(m, B, 1).flops, B * (6 * 12 * L * D**2 + 7 * L * D))
+
+
+def test_training_symbolic_closed_form():
+    m = transformer(layers=L, d_model=D, heads=H)
+    # forward 2N + 2 L S D per token (causal half); backward twice the forward;
+    # FlashAttention recomputes QK^T once more (L S D per token, causal half)
+    expected = 3 * B * S * (2 * 12 * L * D**2 + 2 * L * S * D) + B * L * S**2 * D
+    assert same(training(m, B, S).flops, expected)
+    assert same(training(m, B, S, fused=False).flops, 3 * B * S * (24 * L * D**2 + 2 * L * S * D))
+
+
+@pytest.mark.parametrize("name", sorted(set(MODELS) - {"moe"}))
+@pytest.mark.parametrize("causal", [True, False, "exact"])
+def test_training_is_3x_forward_plus_recomputed_qk(name, causal):
+    m = MODELS[name]()
+    fwd = prefill(m, B, S, causal=causal)
+    qk = fwd.per_op["scores"].flops                     # the forward's causal QK^T FLOPs
+    assert qk != 0
+    assert same(training(m, B, S, causal=causal).flops, 3 * fwd.flops + qk)
+    # unfused attention saves the S x S matrices instead: exactly 3 x forward
+    assert same(training(m, B, S, causal=causal, fused=False).flops, 3 * fwd.flops)
+    # fused without recompute (S x S written out for backward): also 3 x forward
+    assert same(training(m, B, S, causal=causal, recompute=False).flops, 3 * fwd.flops)
+
+
+def test_moe_router_is_trained():
+    """The router's logits weight the experts' outputs, so the router GEMM has a backward
+    (dX and dW_router, 2 x its forward FLOPs) like every other GEMM; PyTorch's counter
+    agrees (tests/test_torch_oracle.py, the live Mixtral training step)."""
+    m = MODELS["moe"]()
+    fwd = prefill(m, B, S)
+    router = fwd.per_op["router"].flops
+    assert same(router, 2 * B * S * 64 * 4 * 2)          # 2 T D E per layer, 2 layers
+    qk = fwd.per_op["scores"].flops
+    assert same(training(m, B, S, fused=False).flops, 3 * fwd.flops)
+    assert same(training(m, B, S).flops, 3 * fwd.flops + qk)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_weight_receives_a_gradient_and_an_optimizer_step(name):
+    m = MODELS[name]()
+    fwd = forward_graph(m, batch=2, q_len=8)
+    weights = {t.name for t in fwd.inputs if t.kind == Kind.WEIGHT}
+    g = training_graph(m, 2, 8)
+    assert set(g.meta["grads"]) == weights
+    state = sum(g.count(t) * t.numel for t in g.inputs if t.kind == Kind.OPTIMIZER_STATE)
+    assert same(state, m.params)
+
+
+def test_backward_does_not_change_its_input():
+    m = transformer(layers=L, d_model=D, heads=H)
+    fwd = forward_graph(m, batch=B, q_len=S)
+    before = (len(fwd.nx.nodes), len(fwd.nx.edges), len(fwd.outputs))
+    backward(fwd)
+    assert (len(fwd.nx.nodes), len(fwd.nx.edges), len(fwd.outputs)) == before
+
+
+# ---------------------------------------------------------------------------
+# GPT-3 175B on 300B tokens
+
+
+def test_gpt3_175b_training_compute():
+    n = get("gpt3-175b").params
+    paper = 6 * n * TOKENS_GPT3
+    assert float(paper) == pytest.approx(3.14e23, rel=2e-3)          # what GPT-3's authors report
+    check = 6 * 175 * 10**9 * TOKENS_GPT3
+    assert check == 315 * 10**21                                      # the seed's check: 3.15e23
+    gap = check - paper
+    assert gap == 6 * (175 * 10**9 - n) * TOKENS_GPT3
+    assert float(gap) == pytest.approx(7.13e20, rel=1e-2)
+    assert 0 < float(gap) / float(check) < 3e-3
+
+
+def test_gpt3_175b_engine_weight_flops_per_token():
+    m = get("gpt3-175b")
+    tr = training(m, 1, S)
+    poly = sp.Poly(sp.expand(tr.flops), S)
+    per_token_weights = poly.coeff_monomial(S)
+    # 6 FLOPs per parameter that takes part in a GEMM (embeddings' positions, biases and
+    # norms take part in no GEMM)
+    assert float(per_token_weights / 6) == pytest.approx(float(m.params), rel=1e-3)
+    assert float(per_token_weights * TOKENS_GPT3) == pytest.approx(3.14e23, rel=2e-3)
+    # the context term: 3 x the causal forward (2 L D) plus the recompute (L D)
+    assert poly.coeff_monomial(S**2) == 7 * 96 * 12288
+
+
+# ---------------------------------------------------------------------------
+# state: Adam and 16 bytes per parameter
+
+
+def test_adam_state_is_12_bytes_per_parameter():
+    assert ADAM.state_bytes == 12
+    m = transformer(layers=L, d_model=D, heads=H)
+    g = training_graph(m, B, S)
+    state_bytes = sum(g.count(t) * t.nbytes for t in g.inputs if t.kind == Kind.OPTIMIZER_STATE)
+    assert same(state_bytes, 12 * m.params)
+
+
+def test_training_traffic_of_state_and_gradients():
+    m = transformer(layers=L, d_model=D, heads=H)
+    tr = training(m, B, S)
+    kinds = tr.bytes_by_kind
+    # the optimizer reads its 12 bytes per parameter and writes them back once a step
+    assert same(kinds[Kind.OPTIMIZER_STATE], 2 * 12 * m.params)
+    # each gradient is written by its weight-gradient GEMM and read by the optimizer
+    assert same(kinds[Kind.GRADIENT], 2 * b * m.params)
+
+
+@pytest.mark.parametrize("name", ["seed-6.4b", "llama-3-8b", "gpt2"])
+def test_training_memory_16_bytes_per_parameter(name):
+    m = get(name).with_bytes(2)
+    f = memory(m, batch=1, context=1024, training=True)
+    p = m.params
+    assert f.weights == 2 * p
+    assert f.gradients == 2 * p
+    assert f.optimizer_state == 12 * p
+    assert (f.weights + f.gradients + f.optimizer_state) / p == 16
+    assert f.kv_cache == 0
+
+
+def test_training_memory_symbolic():
+    m = transformer(layers=L, d_model=D, heads=H)
+    f = memory(m, batch=B, context=S, training=True)
+    assert same(f.weights + f.gradients + f.optimizer_state, (2 * b + 12) * 12 * L * D**2)
+    assert same((f.weights + f.gradients + f.optimizer_state).subs(b, 2) / m.params, 16)
