@@ -39,12 +39,14 @@ def flash_attention_hbm_accesses(seq: object, head_dim: object, sram: object,
     K and V are read once (``2 S d``); for each of the ``T_c = S / B_c`` key blocks, Q and
     O are read and O written (``3 S d`` each pass, plus the row statistics, ignored). With
     ``B_c = M / (4 d)`` this is ``2 S d + 12 S^2 d^2 / M``: Theta(S^2 d^2 / M) when
-    ``M < S d``. ``short_blocks`` is the B_r = d_h branch (M >= 4 d^2), not needed here.
+    ``M < S d`` (symbolically this assumes B_c divides S; numbers take whole passes). ``short_blocks`` is the B_r = d_h branch (M >= 4 d^2), not needed here.
     """
     s, d = as_dim(seq, "S"), as_dim(head_dim, "d_h")
     m = as_expr(sram, "M")
     block_c = m / (4 * d)
     passes = s / block_c
+    if passes.is_number:  # whole passes, at least one (M > 4 S d holds all of K, V)
+        passes = sp.Max(1, sp.ceiling(passes))
     return 2 * s * d + 3 * s * d * passes
 
 

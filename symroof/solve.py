@@ -292,28 +292,39 @@ def sensitivity(expr: object, var: sp.Symbol) -> sp.Expr:
 def theta(expr: object, small: Iterable[tuple[sp.Symbol, sp.Symbol]] = ()) -> sp.Expr:
     """The asymptotic class of ``expr``: its dominant terms with constants dropped.
 
-    ``small`` lists pairs (x, y) with x << y (e.g. context << width); the expression is
-    expanded to first order in x/y, terms dominated by another term (their ratio is
-    1 over a product of dimensions, all >= 1) are dropped, and coefficients are set to
-    1. Shazeer's incremental attention: memory/arithmetic = Theta(n/d + 1/b).
+    ``small`` lists pairs (x, y) with x << y (context << width; SRAM << S d_h): x is
+    written eps*y and the expression expanded to first order in eps. A term is dropped
+    when another term of lower order in eps is at least as large by the dimension test
+    (their ratio is 1 over a product of dimensions, all >= 1), or when another term of
+    the same order dominates it that way; coefficients become 1.
+    Shazeer's incremental attention: memory/arithmetic = Theta(n/d + 1/b).
     """
     e = as_expr(expr, "theta")
-    eps = sp.Symbol("_eps", positive=True)
+    eps = sp.Dummy("eps", positive=True)
+    back: dict[sp.Expr, sp.Expr] = {}
     for x, y in small:
-        e = e.xreplace({x: eps * x})
-        e = sp.series(e, eps, 0, 2).removeO().xreplace({eps: 1})
-    terms = sp.Add.make_args(sp.expand(e))
-    monomials = []
-    for t in terms:
-        coeff, rest = t.as_coeff_Mul()
-        if coeff.is_positive and rest not in monomials:
-            monomials.append(rest)
+        e = e.xreplace({x: eps * y})
+        back[eps] = x / y
+        e = sp.series(e, eps, 0, 2).removeO()
+    monomials: list[tuple[sp.Expr, sp.Expr]] = []     # (eps power, term without eps)
+    for t in sp.Add.make_args(sp.expand(e)):
+        body, power = t.as_coeff_exponent(eps) if eps in t.free_symbols else (t, sp.Integer(0))
+        coeff, rest = body.as_coeff_Mul()
+        if coeff.is_positive and (power, rest) not in monomials:
+            monomials.append((power, rest))
 
-    def dominated(t: sp.Expr, by: sp.Expr) -> bool:
-        ratio = sp.cancel(t / by)
-        num, den = sp.fraction(ratio)
-        return t != by and num.is_number and not den.is_number and all(
-            s.is_integer and s.is_positive for s in den.free_symbols)
+    def at_most(t: sp.Expr, by: sp.Expr) -> bool:
+        num, den = sp.fraction(sp.cancel(t / by))
+        return num.is_number and all(s.is_integer and s.is_positive for s in den.free_symbols)
 
-    kept = [t for t in monomials if not any(dominated(t, o) for o in monomials)]
-    return sp.Add(*kept)
+    def dominated(item: tuple[sp.Expr, sp.Expr], other: tuple[sp.Expr, sp.Expr]) -> bool:
+        (p, t), (q, o) = item, other
+        if item == other:
+            return False
+        if q < p:
+            return at_most(t, o)
+        return q == p and t != o and at_most(t, o) and not at_most(o, t)
+
+    kept = [m for m in monomials if not any(dominated(m, o) for o in monomials)]
+    result = sp.Add(*(t * eps ** p for p, t in kept))
+    return result.xreplace(back) if back else result

@@ -44,6 +44,7 @@ class FusedGroup:
     internal: tuple[str, ...]
     capacity: sp.Expr
     tile_capacity: sp.Expr | None = None
+    restore: tuple[tuple[object, object, sp.Expr], ...] = ()  # (src, dst, crossings before)
 
 
 @dataclass(frozen=True)
@@ -77,24 +78,28 @@ def _fuse_group(g: Graph, ops: list[Op], tile: sp.Expr | None) -> FusedGroup:
     outputs = set(g.outputs)
     internal: list[Tensor] = []
     seen_inputs: set[Tensor] = set()
+    restore: list[tuple[object, object, sp.Expr]] = []
+
+    def on_chip(src: Tensor | Op, dst: Tensor | Op) -> None:
+        restore.append((src, dst, g.crossings(src, dst)))
+        g.set_edge_crossings(src, dst, 0)
+
     for op in sorted(ops, key=lambda o: o.name):
         for t in op.inputs:
             producer = g.producer(t)
-            if producer in members:
-                g.set_edge_crossings(t, op, 0)        # produced in the group: read on chip
-            elif t in seen_inputs:
-                g.set_edge_crossings(t, op, 0)        # already brought in by the group
+            if producer in members or t in seen_inputs:
+                on_chip(t, op)   # produced in the group, or already brought in by it
             else:
                 seen_inputs.add(t)
         for t in op.outputs:
             consumers = set(g.consumers(t))
             if consumers and consumers <= members and t not in outputs:
-                g.set_edge_crossings(op, t, 0)        # never leaves the chip
+                on_chip(op, t)   # never leaves the chip
                 internal.append(t)
     capacity = sp.Add(*(t.nbytes for t in internal))
     name = "+".join(o.name for o in ops)
     return FusedGroup(name, tuple(o.name for o in ops), tuple(t.name for t in internal),
-                      capacity, tile)
+                      capacity, tile, tuple(restore))
 
 
 def fuse(graph: Graph, groups: Iterable[Iterable[str]], *,
@@ -107,15 +112,19 @@ def fuse(graph: Graph, groups: Iterable[Iterable[str]], *,
 
 
 def unfuse(graph: Graph, groups: Iterable[Iterable[str]]) -> Graph:
-    """``graph`` with every read and write of the named ops back to compulsory traffic."""
+    """``graph`` with the named ops' fused groups undone: every crossing the fusion set
+    to 0 gets its value from before (compulsory, tiled or a stated convention)."""
     g = graph.copy()
     names = {n for gr in groups for n in gr}
     for name in names:
-        op = _op(g, name, "unfuse")
-        for t in op.inputs:
-            g.set_edge_crossings(t, op, 1)
-        for t in op.outputs:
-            g.set_edge_crossings(op, t, 1)
-    g.meta["fused"] = tuple(f for f in g.meta.get("fused", ())  # type: ignore[attr-defined]
-                            if not set(f.ops) & names)
+        _op(g, name, "unfuse")
+    kept = []
+    for f in g.meta.get("fused", ()):  # type: ignore[attr-defined]
+        if not set(f.ops) & names:
+            kept.append(f)
+            continue
+        for src, dst, value in reversed(f.restore):
+            g.set_edge_crossings(src, dst, value)  # type: ignore[arg-type]
+    g.meta["fused"] = tuple(kept)
     return g
+

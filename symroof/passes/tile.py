@@ -61,6 +61,9 @@ class Tile:
                 if t is None or loop == "K":  # output-stationary: K re-reads nothing
                     continue
                 trips = extent / t if self.exact else sp.ceiling(extent / t)
+                if self.exact and trips.is_number and not trips.is_integer:
+                    raise SymroofError(f"tile: {t} does not divide {extent} in gemm "
+                                       f"{op.name!r}; use exact=False for ceil-div (padding)")
                 if self.exact and not (extent / t).is_integer:
                     note = f"tile {t} divides {extent} exactly"
                     if note not in assumptions:
@@ -113,7 +116,8 @@ def tile_for_ridge(ridge: object, b: object) -> sp.Expr:
     roots = crossover(inner_loop_intensity(t, t, b), ridge, t)
     if len(roots) != 1:
         raise SymroofError(f"tile_for_ridge: no unique tile for ridge {ridge}")
-    return roots[0].value
+    value = roots[0].value
+    return sp.ceiling(value) if value.is_number else value  # a whole tile
 
 
 def largest_square_tile(capacity: object, *, accumulator_bytes: object = 4, b: object = 2,
@@ -128,7 +132,11 @@ def largest_square_tile(capacity: object, *, accumulator_bytes: object = 4, b: o
     if not roots:
         raise SymroofError(f"largest_square_tile: nothing fits in {capacity} bytes")
     root = roots[0].value
-    return sp.floor(root) if root.is_number else root
+    if not root.is_number:
+        return root
+    if root < 1:
+        raise SymroofError(f"largest_square_tile: not even a 1 x 1 tile fits in {capacity} bytes")
+    return sp.floor(root)
 
 
 def waves(tiles: object, units: object) -> sp.Expr:
