@@ -341,8 +341,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "solve":
             return _solve(args, out)
         return _hardware(args, out)
-    except SymroofError as exc:
-        print(f"symroof: error: {exc}", file=sys.stderr)
+    except SymroofError as exc:  # one line, whatever the input held
+        line = str(exc).replace("\r", "\\r").replace("\n", "\\n")
+        print(f"symroof: error: {line[:2000]}", file=sys.stderr)
         return 2
     except SystemExit as exc:  # --help
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2

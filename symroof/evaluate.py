@@ -22,8 +22,13 @@ from symroof.symbols import b as _b
 __all__ = ["evaluate", "sweep", "Roofline", "roofline", "symbol_map"]
 
 
-def symbol_map(expr: sp.Expr, subs: Mapping[object, object] | None) -> dict[sp.Symbol, sp.Expr]:
-    """``subs`` keyed by symbols of ``expr``; string keys name a free symbol of ``expr``."""
+def symbol_map(expr: sp.Expr, subs: Mapping[object, object] | None, *,
+               integers: bool = False) -> dict[sp.Symbol, sp.Expr]:
+    """``subs`` keyed by symbols of ``expr``; string keys name a free symbol of ``expr``.
+
+    Values must be positive where the symbol is; with ``integers``, dimensions must be
+    positive integers (a physical workload), else any positive value (a point on a
+    curve, such as a crossover at n = 59364/67)."""
     out: dict[sp.Symbol, sp.Expr] = {}
     by_name = {s.name: s for s in expr.free_symbols}
     for key, value in (subs or {}).items():
@@ -33,8 +38,18 @@ def symbol_map(expr: sp.Expr, subs: Mapping[object, object] | None) -> dict[sp.S
             key = by_name[key]
         if not isinstance(key, sp.Symbol):
             raise SymroofError(f"subs: expected symbols as keys, got {key!r}")
-        out[key] = as_expr(value, f"value of {key}")
+        out[key] = _fits(key, as_expr(value, f"value of {key}"), integers)
     return out
+
+
+def _fits(sym: sp.Symbol, value: sp.Expr, integers: bool) -> sp.Expr:
+    if value.free_symbols:
+        return value
+    if integers and sym.is_integer and not (value.is_integer and value.is_positive):
+        raise SymroofError(f"value of {sym}: expected a positive integer (a dimension), got {value}")
+    if sym.is_positive and not value.is_positive:
+        raise SymroofError(f"value of {sym}: expected a positive number, got {value}")
+    return value
 
 
 def evaluate(expr: object, subs: Mapping[object, object] | None = None) -> sp.Expr:
@@ -173,8 +188,9 @@ def roofline(workload: Analysis, hw: object, *, precision: str = "bf16",
     if not isinstance(workload, Analysis):
         raise SymroofError(f"roofline: expected a workload (Analysis), got {type(workload).__name__}")
     spec = hardware.get(hw) if isinstance(hw, str) else hw
-    values = dict(subs or {})
     free = workload.flops.free_symbols | workload.bytes.free_symbols
+    values: dict[object, object] = dict(symbol_map(workload.flops + workload.bytes, subs,
+                                                   integers=True))
     if _b in free and _b not in values and "b" not in values:
         values[_b] = bytes_per_value(precision)
     ops_per_mac = workload.convention.flops.ops_per_mac

@@ -20,7 +20,7 @@ _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"
           "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
           "^": r"\textasciicircum{}"}
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX))
-_MD_RE = re.compile(r"([\\`*_{}\[\]()#+\-!|<>$%&~])")
+_MD_RE = re.compile(r"([\\`*_{}\[\]()#+\-!|<>$%&~^])")
 
 
 def latex_escape(text: object) -> str:

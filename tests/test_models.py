@@ -320,7 +320,7 @@ def test_ill_typed_gpt2_field_is_named(field, value):
 
 
 def test_kv_heads_must_divide_heads():
-    with pytest.raises(SymroofError, match="kv_heads"):
+    with pytest.raises(SymroofError, match="num_key_value_heads"):  # the config.json field
         from_hf_dict({**LLAMA_3_8B, "num_key_value_heads": 7})
 
 

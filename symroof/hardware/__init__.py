@@ -67,4 +67,10 @@ def _parse(raw: bytes, origin: str) -> HardwareSpec:
         raise SymroofError(f"{origin}: not UTF-8 text ({err.reason})") from None
     except tomllib.TOMLDecodeError as err:
         raise SymroofError(f"{origin}: not valid TOML: {err}") from None
+    except ValueError:  # an integer past Python's digit limit: name its key
+        import re
+        hit = re.search(r"^\s*([\w.\"-]+)\s*=\s*[+-]?[0-9_]{1000,}", raw.decode("utf-8"), re.M)
+        key = hit.group(1) if hit else "a value"
+        raise SymroofError(f"{origin}: {key}: expected a figure below 1e30 in the key's "
+                           "unit, got an integer of thousands of digits") from None
     return parse_spec(data, origin)

@@ -315,8 +315,14 @@ def _number(value: object, origin: str, where: str) -> sp.Rational:
                            f"\"989.4\", got {type(value).__name__} {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
         raise SymroofError(f"{origin}: {where}: expected a finite number, got {value!r}")
+    if isinstance(value, int) and abs(value) >= 10 ** 30:
+        raise SymroofError(f"{origin}: {where}: expected a figure below 1e30 in the "
+                           f"key's unit, got an integer of {len(str(abs(value)))} digits")
     text = repr(value) if isinstance(value, float) else str(value).strip()
-    if not _DECIMAL.fullmatch(text):
+    match = _DECIMAL.fullmatch(text) if len(text) <= 64 else None
+    if match and match.group(2) and abs(int(match.group(2)[1:])) > 30:
+        raise SymroofError(f"{origin}: {where}: exponent out of range (|e| <= 30), got {text}")
+    if not match:
         raise SymroofError(f"{origin}: {where}: expected a decimal number like \"989.4\", "
                            f"got {value!r}")
     number = sp.Rational(text)      # repr(3.35) == "3.35": the decimal the file wrote

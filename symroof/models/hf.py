@@ -14,6 +14,7 @@ missing field or a field of the wrong type is a SymroofError naming it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -46,9 +47,27 @@ def _bool(cfg: Mapping[str, object], key: str, where: str, default: bool) -> boo
     return value
 
 
+_FIELDS = {"kv_heads": "num_key_value_heads", "heads": "num_attention_heads",
+           "head_dim": "head_dim (or hidden_size / num_attention_heads)",
+           "experts_per_token": "num_experts_per_tok", "experts": "num_local_experts",
+           "d_model": "hidden_size"}
+
+
 def from_hf_dict(cfg: Mapping[str, object], name: str | None = None,
                  where: str = "config.json") -> TransformerModel:
     """A model from an already-parsed config.json mapping."""
+    try:
+        return _from_hf_dict(cfg, name, where)
+    except SymroofError as exc:
+        message = str(exc)
+        if message.startswith(where):
+            raise
+        for field, key in _FIELDS.items():  # name the config.json field, not ours
+            message = re.sub(rf"\b{field}\b", key, message, count=1) if field in message else message
+        raise SymroofError(f"{where}: {message}") from None
+
+
+def _from_hf_dict(cfg: Mapping[str, object], name: str | None, where: str) -> TransformerModel:
     if not isinstance(cfg, Mapping):
         raise SymroofError(f"{where}: expected a JSON object, got {type(cfg).__name__}")
     kind = cfg.get("model_type")
@@ -93,6 +112,13 @@ def from_hf_config(path: str | Path) -> TransformerModel:
         raise SymroofError(f"{p}: cannot read config.json ({exc.__class__.__name__}: {exc})") from None
     try:
         cfg = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except json.JSONDecodeError as exc:
         raise SymroofError(f"{p}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise SymroofError(f"{p}: not valid JSON (nested too deeply)") from None
+    except ValueError:  # an integer past Python's digit limit
+        hit = re.search(r'"([^"]{1,80})"\s*:\s*-?[0-9]{1000,}', text)
+        what = f"field {hit.group(1)!r}" if hit else "a value"
+        raise SymroofError(f"{p}: {what} is out of range (an integer of thousands of "
+                           "digits)") from None
     return from_hf_dict(cfg, name=p.parent.name if p.name == "config.json" else p.stem, where=str(p))
