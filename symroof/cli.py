@@ -116,7 +116,7 @@ def _parse_sets(items: Sequence[str], free: set[sp.Symbol]) -> dict[sp.Symbol, t
 
 def _derive(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     from symroof.analysis import Analysis
-    from symroof.evaluate import Roofline, evaluate, roofline
+    from symroof.evaluate import evaluate, roofline
     from symroof.precision import bytes_per_value
     from symroof.symbols import b
 

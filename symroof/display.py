@@ -123,9 +123,6 @@ class _Str(StrPrinter):
     def _print_Add(self, expr: sp.Add, order: str | None = None) -> str:
         return _ordered_add(self, expr)
 
-    def _print_Add(self, expr: sp.Add, order: str | None = None) -> str:
-        return _ordered_add(self, expr)
-
     def _print_Mul(self, expr: sp.Mul) -> str:
         return _ordered_mul(self, expr)
 

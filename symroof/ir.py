@@ -162,18 +162,24 @@ class Tensor:
 
 @dataclass(frozen=True)
 class Op:
-    """Base of all ops: a name; subclasses define their operands and a group."""
+    """Base of all ops: a name; subclasses name their operand fields, write ``out``, and
+    belong to a group."""
 
     name: str
     group: ClassVar[OpGroup]
+    operands: ClassVar[tuple[str, ...]] = ()  # fields holding inputs (a tuple field: several)
 
     @property
     def inputs(self) -> tuple[Tensor, ...]:
-        raise NotImplementedError
+        found: list[Tensor] = []
+        for f in self.operands:
+            value = getattr(self, f)
+            found.extend(value if isinstance(value, tuple) else (value,))
+        return tuple(found)
 
     @property
     def outputs(self) -> tuple[Tensor, ...]:
-        raise NotImplementedError
+        return (self.out,)  # type: ignore[attr-defined]
 
     def _fail(self, message: str) -> SymroofError:
         return SymroofError(f"{type(self).__name__.lower()} {self.name!r}: {message}")
@@ -194,6 +200,7 @@ class Gemm(Op):
     transpose_b: bool = False
     work_fraction: sp.Expr = sp.Integer(1)
     group: ClassVar[OpGroup] = OpGroup.CONTRACTION
+    operands: ClassVar[tuple[str, ...]] = ("a", "b")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "work_fraction",
@@ -204,14 +211,6 @@ class Gemm(Op):
                 and all(_same(x, y) for x, y in zip(self.out.shape, (*batch, m, n)))):
             raise self._fail(f"output {self.out.name!r} has shape {_fmt(self.out.shape)}, "
                              f"expected {_fmt((*batch, m, n))}")
-
-    @property
-    def inputs(self) -> tuple[Tensor, ...]:
-        return (self.a, self.b)
-
-    @property
-    def outputs(self) -> tuple[Tensor, ...]:
-        return (self.out,)
 
     @property
     def dims(self) -> tuple[tuple[sp.Expr, ...], sp.Expr, sp.Expr, sp.Expr]:
@@ -247,6 +246,7 @@ class Elementwise(Op):
     flops_per_element: sp.Expr = sp.Integer(1)
     linear: bool = False
     group: ClassVar[OpGroup] = OpGroup.ELEMENTWISE
+    operands: ClassVar[tuple[str, ...]] = ("xs",)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "flops_per_element", as_expr(
@@ -259,14 +259,6 @@ class Elementwise(Op):
                 raise self._fail(f"input {x.name!r} of shape {_fmt(x.shape)} does not broadcast "
                                  f"to the output shape {_fmt(self.out.shape)}")
 
-    @property
-    def inputs(self) -> tuple[Tensor, ...]:
-        return self.xs
-
-    @property
-    def outputs(self) -> tuple[Tensor, ...]:
-        return (self.out,)
-
 
 @dataclass(frozen=True)
 class Reduce(Op):
@@ -277,6 +269,7 @@ class Reduce(Op):
     axis: int = -1
     flops_per_element: sp.Expr = sp.Integer(1)
     group: ClassVar[OpGroup] = OpGroup.REDUCTION
+    operands: ClassVar[tuple[str, ...]] = ("x",)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "flops_per_element", as_expr(
@@ -290,14 +283,6 @@ class Reduce(Op):
         if self.out.shape not in (kept, keepdims):
             raise self._fail(f"output shape {_fmt(self.out.shape)}, expected {_fmt(kept)}")
 
-    @property
-    def inputs(self) -> tuple[Tensor, ...]:
-        return (self.x,)
-
-    @property
-    def outputs(self) -> tuple[Tensor, ...]:
-        return (self.out,)
-
 
 @dataclass(frozen=True)
 class Gather(Op):
@@ -306,6 +291,7 @@ class Gather(Op):
     table: Tensor = None  # type: ignore[assignment]
     out: Tensor = None  # type: ignore[assignment]
     group: ClassVar[OpGroup] = OpGroup.DATA_MOVEMENT
+    operands: ClassVar[tuple[str, ...]] = ("table",)
 
     def __post_init__(self) -> None:
         row = self.table.shape[1:]
@@ -318,14 +304,6 @@ class Gather(Op):
     def rows(self) -> sp.Expr:
         """How many rows are looked up."""
         return prod(self.out.shape[: len(self.out.shape) - len(self.table.shape) + 1])
-
-    @property
-    def inputs(self) -> tuple[Tensor, ...]:
-        return (self.table,)
-
-    @property
-    def outputs(self) -> tuple[Tensor, ...]:
-        return (self.out,)
 
 
 @dataclass(frozen=True)
@@ -340,20 +318,13 @@ class Move(Op):
     out: Tensor = None  # type: ignore[assignment]
     read_fraction: sp.Expr = sp.Integer(1)
     group: ClassVar[OpGroup] = OpGroup.DATA_MOVEMENT
+    operands: ClassVar[tuple[str, ...]] = ("xs",)
 
     def __post_init__(self) -> None:
         if not self.xs:
             raise self._fail("expected at least one input")
         object.__setattr__(self, "read_fraction",
                            as_expr(self.read_fraction, f"move {self.name!r} read_fraction"))
-
-    @property
-    def inputs(self) -> tuple[Tensor, ...]:
-        return self.xs
-
-    @property
-    def outputs(self) -> tuple[Tensor, ...]:
-        return (self.out,)
 
 
 @dataclass(frozen=True)
@@ -363,19 +334,12 @@ class View(Op):
     x: Tensor = None  # type: ignore[assignment]
     out: Tensor = None  # type: ignore[assignment]
     group: ClassVar[OpGroup] = OpGroup.DATA_MOVEMENT
+    operands: ClassVar[tuple[str, ...]] = ("x",)
 
     def __post_init__(self) -> None:
         if not _same(self.x.numel, self.out.numel):
             raise self._fail(f"{self.x.name!r} has {self.x.numel} values, the view "
                              f"{_fmt(self.out.shape)} has {self.out.numel}")
-
-    @property
-    def inputs(self) -> tuple[Tensor, ...]:
-        return (self.x,)
-
-    @property
-    def outputs(self) -> tuple[Tensor, ...]:
-        return (self.out,)
 
 
 # ---------------------------------------------------------------------------

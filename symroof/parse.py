@@ -73,6 +73,7 @@ _SUFFIX_RE = re.compile(r"(?<![\w.])((?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)"
                         r"(?:[eE][+-]?\d[\d_]*)?)(k|Ki|Mi|Gi|Ti)(?!\w)")
 _FLOAT_RE = re.compile(r"(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?")
 _NOT_ALLOWED = " is not allowed"
+_MAX_ROUNDED = 2**256  # floor/ceiling of an irrational number beyond this is refused
 
 
 class _Reject(Exception):
@@ -143,10 +144,6 @@ class _Parser:
             result = self.visit(tree.body, 0)
             if not isinstance(result, sp.Expr):
                 raise self.fail(f"value {result} is not an expression")
-            if result.has(sp.I) or any(  # cheap syntactic test; no assumption queries
-                    p.base.is_Number and p.base < 0 and not p.exp.is_integer
-                    for p in result.atoms(sp.Pow)):
-                raise self.fail(f"value {_show(str(result), 40)} is not real")
         except _Reject as exc:
             raise self.fail(exc.message, exc.col, exc.tail) from None
         except SymroofError:
@@ -249,6 +246,11 @@ class _Parser:
         args = [self.visit(arg, depth + 1) for arg in node.args]
         if func is sp.exp:
             self.check_exponent(args[0], node)
+        if func in (sp.floor, sp.ceiling) and args[0].is_number and not args[0].is_Rational:
+            approx = args[0].evalf(20)  # SymPy's exact rounding of huge irrationals crawls
+            if not approx.is_Number or abs(approx) > _MAX_ROUNDED:
+                raise _Reject(_show(self.segment(node), 30), col,
+                              " is too large to round exactly")
         return self.checked(func(*args), node)
 
     def check_exponent(self, value: sp.Basic, node: ast.AST) -> None:
@@ -262,14 +264,17 @@ class _Parser:
                               f" <= {MAX_EXPONENT})")
 
     def checked(self, value: sp.Basic, node: ast.AST) -> sp.Basic:
-        """Reject infinities and results whose numbers or exponents grew too large."""
+        """Reject infinite, non-real, too large values (cheap tests: no assumption queries)."""
+        col = node.col_offset  # type: ignore[attr-defined]
         if value.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
-            raise _Reject(_show(self.segment(node), 30), node.col_offset,
-                          " is undefined or infinite (division by zero?)")  # type: ignore[attr-defined]
+            raise _Reject(_show(self.segment(node), 30), col,
+                          " is undefined or infinite (division by zero?)")
+        if value.has(sp.I) or any(p.base.is_Number and p.base < 0 and not p.exp.is_integer
+                                  for p in value.atoms(sp.Pow)):
+            raise _Reject(_show(self.segment(node), 30), col, " is not real")
         for r in value.atoms(sp.Rational):
             if max(abs(r.p).bit_length(), r.q.bit_length()) > MAX_BITS:
-                raise _Reject(_show(self.segment(node), 30),
-                              node.col_offset,  # type: ignore[attr-defined]
+                raise _Reject(_show(self.segment(node), 30), col,
                               f" is too large (numbers are limited to {MAX_BITS} bits)")
         for power in value.atoms(sp.Pow, sp.exp):
             self.check_exponent(power.exp, node)

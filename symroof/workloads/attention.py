@@ -123,10 +123,11 @@ def attention(S: object, D: object, heads: object, *, head_dim: object | None = 
         of = g.view(o, (bt, s_, h_ * hd), name="o")
         o = g.gemm(of, g.weight("W_o", (h_ * hd, d_), bytes_per_value=b), name="o_proj")
     g.output(o)
-    return analyze(finish(g), flops=flops, ops=_ops(ops), tokens=bt * s_)
+    return analyze(finish(g), flops=flops, ops=op_groups(ops), tokens=bt * s_)
 
 
-def _ops(ops: str) -> frozenset[OpGroup]:
+def op_groups(ops: str) -> frozenset[OpGroup]:
+    """The op groups whose FLOPs count: "contractions" (GEMMs only) or "all"."""
     if ops == "contractions":
         return frozenset({OpGroup.CONTRACTION})
     if ops == "all":

@@ -29,9 +29,10 @@ import sympy as sp
 from symroof.analysis import Analysis, analyze
 from symroof.cost import FlopCount
 from symroof.errors import SymroofError
-from symroof.ir import Elementwise, Graph, Kind, OpGroup, Tensor, as_dim
+from symroof.ir import Elementwise, Graph, Kind, Tensor, as_dim
 from symroof.models.config import TransformerModel
-from symroof.workloads.attention import attention_core, causal_fraction, finish, pending_fusions
+from symroof.workloads.attention import (op_groups, attention_core, causal_fraction, finish,
+                                         pending_fusions)
 
 __all__ = ["prefill", "decode", "training", "training_graph", "forward_graph", "weight_tensors",
            "ElementwiseFlops", "DECODE_TRAFFIC", "ADAM"]
@@ -214,14 +215,6 @@ def weight_tensors(m: TransformerModel) -> list[tuple[Tensor, sp.Expr]]:
     return [(t, g.count(t)) for t in g.inputs if t.kind == Kind.WEIGHT]
 
 
-def _ops(ops: str) -> frozenset[OpGroup]:
-    if ops == "contractions":
-        return frozenset({OpGroup.CONTRACTION})
-    if ops == "all":
-        return frozenset(OpGroup)
-    raise SymroofError(f"ops: expected 'contractions' or 'all', got {ops!r}")
-
-
 def prefill(model: TransformerModel, batch: object, prompt: object, *, causal: bool | str = True,
             logits: str = "all", fused: bool = True, unfused: str = "write_and_read",
             ops: str = "contractions", flops: FlopCount | str = FlopCount.TWO_PER_MAC,
@@ -232,7 +225,7 @@ def prefill(model: TransformerModel, batch: object, prompt: object, *, causal: b
     """
     g = forward_graph(model, batch=batch, q_len=prompt, causal=causal, fused=fused,
                       unfused=unfused, logits=logits, flops_per_element=flops_per_element)
-    return analyze(g, flops=flops, ops=_ops(ops), tokens=as_dim(batch, "batch") * as_dim(prompt, "prompt"))
+    return analyze(g, flops=flops, ops=op_groups(ops), tokens=as_dim(batch, "batch") * as_dim(prompt, "prompt"))
 
 
 def decode(model: TransformerModel, batch: object, context: object | None = None, *,
@@ -258,7 +251,7 @@ def decode(model: TransformerModel, batch: object, context: object | None = None
                            f"got {traffic!r}")
     g = forward_graph(model, batch=batch, q_len=1, kv_len=ctx, decode=True, logits=logits,
                       kv_write=kv_write, flops_per_element=flops_per_element)
-    return analyze(g, flops=flops, ops=_ops(ops), traffic=DECODE_TRAFFIC[traffic],
+    return analyze(g, flops=flops, ops=op_groups(ops), traffic=DECODE_TRAFFIC[traffic],
                    tokens=as_dim(batch, "batch"))
 
 
@@ -321,5 +314,5 @@ def training(model: TransformerModel, batch: object, seq: object, *, causal: boo
     """
     g = training_graph(model, batch, seq, causal=causal, fused=fused, recompute=recompute,
                        optimizer=optimizer, flops_per_element=flops_per_element)
-    return analyze(g, flops=flops, ops=_ops(ops),
+    return analyze(g, flops=flops, ops=op_groups(ops),
                    tokens=as_dim(batch, "batch") * as_dim(seq, "seq"))
