@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 MAX_LENGTH = 2000  #: longest accepted text, in characters
-MAX_DEPTH = 64  #: deepest nesting of parentheses, calls, unary and ``**`` operators
+MAX_DEPTH = 64  #: deepest nesting of calls, unary operators and right operands
 MAX_EXPONENT = 64  #: bound on |number| in an exponent (and on a numeric one's denominator)
 MAX_BITS = 1024  #: bound on the bit length of every numerator and denominator
 
@@ -155,7 +155,8 @@ class _Parser:
 
     def visit(self, node: ast.AST, depth: int) -> sp.Basic:
         if depth > MAX_DEPTH:
-            raise _Reject(f"nesting deeper than {MAX_DEPTH} levels", node.col_offset)  # type: ignore[attr-defined]
+            col = node.col_offset  # type: ignore[attr-defined]
+            raise _Reject(f"nesting deeper than {MAX_DEPTH} levels", col)
         if isinstance(node, ast.BinOp):
             chain = []  # walk the left spine iteratively: long sums are shallow
             while isinstance(node, ast.BinOp):
@@ -289,6 +290,14 @@ def _table(symbols: Mapping[str, sp.Basic] | None, what: str) -> Mapping[str, sp
     return table
 
 
+def _text(text: str, what: str) -> str:
+    if not isinstance(text, str):
+        raise SymroofError(f"{what}: expected a string, got {type(text).__name__}")
+    if len(text) > MAX_LENGTH:
+        raise SymroofError(f"{what} {_show(text)}: longer than {MAX_LENGTH} characters")
+    return text
+
+
 def parse_expr(text: str, symbols: Mapping[str, sp.Basic] | None = None, *,
                what: str = "expression") -> sp.Expr:
     """Parse *text* into an exact SymPy expression over *symbols* (default: canonical).
@@ -296,12 +305,7 @@ def parse_expr(text: str, symbols: Mapping[str, sp.Basic] | None = None, *,
     >>> parse_expr("ceil(S/128) * 0.5", what="--set T")
     ceiling(S/128)/2
     """
-    table = _table(symbols, what)
-    if not isinstance(text, str):
-        raise SymroofError(f"{what}: expected a string, got {type(text).__name__}")
-    if len(text) > MAX_LENGTH:
-        raise SymroofError(f"{what} {_show(text)}: longer than {MAX_LENGTH} characters")
-    return _Parser(text, table, what).parse()
+    return _Parser(_text(text, what), _table(symbols, what), what).parse()
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -322,11 +326,7 @@ def parse_assignment(text: str, symbols: Mapping[str, sp.Basic] | None = None, *
     (B, (32,))
     """
     table = _table(symbols, what)
-    if not isinstance(text, str):
-        raise SymroofError(f"{what}: expected a string, got {type(text).__name__}")
-    if len(text) > MAX_LENGTH:
-        raise SymroofError(f"{what} {_show(text)}: longer than {MAX_LENGTH} characters")
-    name, eq, rhs = text.partition("=")
+    name, eq, rhs = _text(text, what).partition("=")
     name = name.strip()
     if not eq:
         raise SymroofError(f"{what} {_show(text)}: missing '=' (expected NAME=VALUE[,VALUE...])")
