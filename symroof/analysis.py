@@ -19,7 +19,7 @@ from symroof.cost import Convention, Cost, FlopCount, op_cost
 from symroof.errors import SymroofError
 from symroof.ir import Graph, Kind, OpGroup, as_expr
 
-__all__ = ["Analysis", "Workload", "analyze"]
+__all__ = ["Analysis", "Workload", "analyze", "graph_assumptions"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,21 +86,23 @@ class Analysis:
 
     @cached_property
     def flops_by_operand(self) -> Mapping[str, sp.Expr]:
-        """Contraction FLOPs split by operands: ``weight`` (a GEMM with a weight or its
-        gradient as an operand) and ``activation`` (both operands activations, e.g. QK^T
+        """Contraction FLOPs split by operands: ``weight`` (a GEMM that reads or writes a
+        weight or its gradient) and ``activation`` (both operands activations, e.g. QK^T
         and PV). Kaplan's 2N and the attention term are these two parts."""
         from symroof.ir import Gemm
 
         parts = {"weight": sp.Integer(0), "activation": sp.Integer(0)}
         for op in self.graph.ops:
             if isinstance(op, Gemm):
-                kinds = {op.a.kind, op.b.kind}
+                kinds = {op.a.kind, op.b.kind, op.out.kind}  # dW = A^T dC writes a gradient
                 key = "weight" if kinds & {Kind.WEIGHT, Kind.GRADIENT} else "activation"
                 parts[key] += self.per_op[op.name].flops
         return MappingProxyType(parts)
 
     def op_intensity(self, name: str) -> sp.Expr:
         """Intensity of one op under this convention."""
+        if name not in self.per_op:
+            raise SymroofError(f"graph {self.graph.name!r}: no op named {name!r}")
         c = self.per_op[name].only(self.convention.traffic)
         return sp.factor_terms(sp.cancel(c.flops / c.bytes))
 
@@ -142,4 +144,17 @@ def analyze(graph: Graph, *, flops: FlopCount | str = FlopCount.TWO_PER_MAC,
     conv = Convention(flops=flops,  # type: ignore[arg-type]
                       ops=frozenset(OpGroup) if ops is None else ops,  # type: ignore[arg-type]
                       traffic=frozenset(Kind) if traffic is None else traffic)  # type: ignore[arg-type]
-    return Analysis(graph, conv, None if tokens is None else as_expr(tokens, "tokens"))
+    return Analysis(graph, conv, None if tokens is None else as_expr(tokens, "tokens"),
+                    assumptions=graph_assumptions(graph))
+
+
+def graph_assumptions(graph: Graph) -> tuple[str, ...]:
+    """What the passes that made ``graph`` assume: exact tile division, and the on-chip
+    capacity each fused group needs."""
+    out = list(graph.meta.get("assumptions", ()))  # type: ignore[call-overload]
+    for f in graph.meta.get("fused", ()):  # type: ignore[attr-defined]
+        if f.tile_capacity is not None:
+            out.append(f"fused {f.name}: on-chip memory holds a tile of {f.tile_capacity} bytes")
+        elif f.capacity != 0:
+            out.append(f"fused {f.name}: on-chip memory holds {f.capacity} bytes")
+    return tuple(out)

@@ -32,8 +32,7 @@ def gemm_io_lower_bound(m: object, n: object, k: object, capacity_words: object)
     return 2 * mm * nn * kk / sp.sqrt(c)
 
 
-def flash_attention_hbm_accesses(seq: object, head_dim: object, sram: object,
-                                 *, short_blocks: bool = False) -> sp.Expr:
+def flash_attention_hbm_accesses(seq: object, head_dim: object, sram: object) -> sp.Expr:
     """Elements FlashAttention (Algorithm 1) reads and writes in HBM, per head.
 
     K and V are read once (``2 S d``); for each of the ``T_c = S / B_c`` key blocks, Q and

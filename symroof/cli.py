@@ -22,7 +22,8 @@ __all__ = ["main", "build_parser"]
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2
-        raise SymroofError(f"{self.prog}: {message}")
+        where = self.prog.removeprefix("symroof").strip()
+        raise SymroofError(f"{where}: {message}" if where else message)
 
 
 # -- workloads the CLI can build ------------------------------------------------
@@ -219,7 +220,7 @@ def _solve(args: argparse.Namespace, out: Callable[[str], None]) -> int:
             raise SymroofError(f"--set {k.name}: solve takes one value per symbol, got {len(v)}")
         _check_value(k, v[0])
         fixed[k] = v[0]
-    names = {name: sp.Symbol(f"_q_{name}") for name in quantities}
+    names = {name: sp.Dummy(name) for name in quantities}
     subs_q = {names[k]: v for k, v in quantities.items()}
 
     def expr(text_: str, what: str) -> sp.Expr:

@@ -222,7 +222,7 @@ def op_cost(graph: Graph, op: Op, convention: Convention = Convention()) -> Cost
     if op.group not in convention.ops:
         flops = _ZERO
     read: dict[Kind, sp.Expr] = {}
-    for t in op.inputs:
+    for t in dict.fromkeys(op.inputs):  # an operand used twice (x @ x^T) is read once
         amount = graph.crossings(t, op) * touched.get(t.name, 1) * t.nbytes
         read[t.kind] = read.get(t.kind, _ZERO) + amount
     written: dict[Kind, sp.Expr] = {}

@@ -23,7 +23,7 @@ from sympy.printing.str import StrPrinter
 
 from symroof.ir import as_expr
 
-__all__ = ["display", "text", "latex", "byte_symbols"]
+__all__ = ["display", "text", "latex", "byte_symbols", "positive_denominator"]
 
 
 def byte_symbols(expr: sp.Expr) -> list[sp.Symbol]:
@@ -41,11 +41,14 @@ def _monomial_denominators(terms: tuple[sp.Expr, ...]) -> bool:
     return True
 
 
-def _positive_denominator(e: sp.Expr) -> sp.Expr:
-    """``-a/(c - d)`` as ``a/(d - c)``: flip signs when most denominator terms are negative."""
+def positive_denominator(e: sp.Expr) -> sp.Expr:
+    """``-a/(c - d)`` as ``a/(d - c)``: flip signs when most denominator terms are
+    negative, or when half are and the numerator is negative."""
     num, den = sp.fraction(e)
     terms = sp.Add.make_args(sp.expand(den))
-    if 2 * sum(1 for t in terms if t.as_coeff_Mul()[0] < 0) > len(terms):
+    negative = sum(1 for t in terms if t.as_coeff_Mul()[0] < 0)
+    if 2 * negative > len(terms) or (2 * negative == len(terms) and
+                                     sp.factor_terms(num).as_coeff_Mul()[0] < 0):
         return sp.Mul(sp.factor_terms(-num), sp.Pow(sp.factor_terms(sp.expand(-den)), -1),
                       evaluate=False)
     return e
@@ -64,7 +67,7 @@ def display(expr: object) -> sp.Expr:
     e = sp.cancel(e)
     if sp.fraction(e)[1] == 1:
         return sp.expand(e)  # a polynomial reads best as a sum: 2*P + 4*L*S*D
-    e = _positive_denominator(sp.factor_terms(e))
+    e = positive_denominator(sp.factor_terms(e))
     for bsym in byte_symbols(e):
         x = sp.cancel(e * bsym)
         if bsym in x.free_symbols:

@@ -19,7 +19,7 @@ from symroof.ir import as_expr
 from symroof.precision import bytes_per_value
 from symroof.symbols import b as _b
 
-__all__ = ["evaluate", "sweep", "Roofline", "roofline", "symbol_map"]
+__all__ = ["evaluate", "sweep", "Roofline", "roofline", "symbol_map", "workload_values"]
 
 
 def symbol_map(expr: sp.Expr, subs: Mapping[object, object] | None, *,
@@ -173,6 +173,24 @@ class Roofline:
                 "bound": self.bound, "tokens_per_s": f(self.tokens_per_s)}
 
 
+def workload_values(workload: Analysis, subs: Mapping[object, object] | None,
+                    precision: str) -> dict[sp.Symbol, sp.Expr]:
+    """``subs`` checked against a workload's symbols (names it does not use are an error;
+    dimensions must be positive integers), with ``b`` from ``precision`` unless given."""
+    free = workload.flops.free_symbols | workload.bytes.free_symbols
+    if workload.tokens is not None:
+        free |= workload.tokens.free_symbols
+    names = {s.name for s in free}
+    unknown = [k for k in (subs or {}) if isinstance(k, str) and k not in names]
+    if unknown:
+        raise SymroofError(f"subs: {', '.join(map(repr, unknown))} is not a symbol of "
+                           f"{workload.graph.name!r} (its symbols: {', '.join(sorted(names))})")
+    values = symbol_map(sp.Add(*free), subs, integers=True)
+    if _b in free and _b not in values:
+        values[_b] = bytes_per_value(precision)
+    return values
+
+
 def roofline(workload: Analysis, hw: object, *, precision: str = "bf16",
              subs: Mapping[object, object] | None = None, unit: str | None = None,
              level: str | None = None) -> Roofline:
@@ -187,12 +205,8 @@ def roofline(workload: Analysis, hw: object, *, precision: str = "bf16",
 
     if not isinstance(workload, Analysis):
         raise SymroofError(f"roofline: expected a workload (Analysis), got {type(workload).__name__}")
-    spec = hardware.get(hw) if isinstance(hw, str) else hw
-    free = workload.flops.free_symbols | workload.bytes.free_symbols
-    values: dict[object, object] = dict(symbol_map(workload.flops + workload.bytes, subs,
-                                                   integers=True))
-    if _b in free and _b not in values and "b" not in values:
-        values[_b] = bytes_per_value(precision)
+    spec = hardware.resolve(hw)
+    values = workload_values(workload, subs, precision)
     ops_per_mac = workload.convention.flops.ops_per_mac
     peak = spec.peak(precision, unit=unit, ops_per_mac=ops_per_mac)
     bw = spec.bandwidth(level)

@@ -95,7 +95,7 @@ def capacity(model: TransformerModel, hw: object, *, context: object, tp: int = 
     """
     from symroof import hardware
 
-    spec = hardware.get(hw) if isinstance(hw, str) else hw
+    spec = hardware.resolve(hw)
     if not isinstance(tp, int) or isinstance(tp, bool) or tp < 1:
         raise SymroofError(f"capacity tp: expected a positive integer, got {tp!r}")
     cap = spec.capacity(level)  # type: ignore[attr-defined]

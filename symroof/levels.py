@@ -18,10 +18,8 @@ import sympy as sp
 
 from symroof.analysis import Analysis
 from symroof.errors import SymroofError
-from symroof.evaluate import evaluate
+from symroof.evaluate import evaluate, workload_values
 from symroof.ir import Kind
-from symroof.precision import bytes_per_value
-from symroof.symbols import b as _b
 
 __all__ = ["LevelRoof", "LevelRoofline", "working_set", "level_roofline"]
 
@@ -83,10 +81,8 @@ def level_roofline(workload: Analysis, hw: object, *, precision: str = "bf16",
     """Roofs of every memory level of ``hw`` with a published bandwidth, at numbers."""
     from symroof import hardware
 
-    spec = hardware.get(hw) if isinstance(hw, str) else hw
-    values = dict(subs or {})
-    if _b in (workload.flops.free_symbols | workload.bytes.free_symbols) and _b not in values:
-        values[_b] = bytes_per_value(precision)
+    spec = hardware.resolve(hw)
+    values = workload_values(workload, subs, precision)
     f = evaluate(workload.flops, values)
     q = evaluate(workload.bytes, values)
     ws = evaluate(working_set(workload), values)

@@ -1,4 +1,4 @@
-"""Report plumbing: escaping filters for LaTeX and Markdown, and the Jinja2 environment.
+"""Report plumbing: escaping filters for LaTeX and Markdown (the reports' templates use them).
 
 Names from users' graphs and files (``W_q``, ``50%``, ``R&D``, ``#1``, ``$x``) must never
 break a report, so every name passes through an escaping filter.
@@ -12,9 +12,8 @@ break a report, so every name passes through an escaping filter.
 from __future__ import annotations
 
 import re
-from functools import cache
 
-__all__ = ["latex_escape", "markdown_escape", "environment"]
+__all__ = ["latex_escape", "markdown_escape"]
 
 _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
           "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
@@ -31,17 +30,3 @@ def latex_escape(text: object) -> str:
 def markdown_escape(text: object) -> str:
     """Text safe inside Markdown (no emphasis, tables, headings or math triggered)."""
     return _MD_RE.sub(r"\\\1", str(text))
-
-
-@cache
-def environment():  # type: ignore[no-untyped-def]
-    """The Jinja2 environment reports render with (filters ``tex``, ``md``, ``latex_expr``)."""
-    import jinja2
-
-    from symroof.display import latex, text
-
-    env = jinja2.Environment(loader=jinja2.PackageLoader("symroof", "templates"),
-                             autoescape=False, keep_trailing_newline=True,
-                             undefined=jinja2.StrictUndefined)
-    env.filters.update(tex=latex_escape, md=markdown_escape, latex_expr=latex, text_expr=text)
-    return env

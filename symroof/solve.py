@@ -7,7 +7,7 @@ and Max never reach a solver: roofline bounds come as branches (:func:`regimes`)
 >>> from symroof.symbols import B, D, S, b
 >>> I = 2*B*(6*D + S)/(b*(B*S + 6*D))
 >>> limit(I, B)
-2*(6*D + S)/(S*b)
+(12*D/S + 2)/b
 >>> [c.value for c in crossover(2*B*S*D, 12*D**2, B)]
 [6*D/S]
 """
@@ -55,7 +55,7 @@ def leading_term(expr: object, var: sp.Symbol, to: object = sp.oo) -> sp.Expr:
         n_c, n_d = num.LC(), num.degree()
         d_c, d_d = den.LC(), den.degree()
     elif to == 0:
-        n_d, n_c = min(num.terms(), key=lambda t: t[0][0])[0][0], None
+        n_d = min(k[0] for k, _ in num.terms())
         n_c = dict((k[0], c) for k, c in num.terms())[n_d]
         d_d = min(k[0] for k, _ in den.terms())
         d_c = dict((k[0], c) for k, c in den.terms())[d_d]
@@ -67,23 +67,36 @@ def leading_term(expr: object, var: sp.Symbol, to: object = sp.oo) -> sp.Expr:
 def limit(expr: object, var: sp.Symbol, to: object = sp.oo) -> sp.Expr:
     """The limit of a rational function of ``var`` from its leading terms.
 
-    A non-rational expression falls back to ``sympy.limit``. The result is cancelled;
-    :func:`symroof.display.text` prints it in textbook shape.
+    A non-rational expression falls back to ``sympy.limit``. A finite result comes in
+    display form (equal to the cancelled one; ``symroof.text`` prints it).
     """
     e, v = as_expr(expr, "limit"), _symbol(var, "limit")
+    if e.has(sp.Min, sp.Max, sp.Piecewise, sp.floor, sp.ceiling):
+        raise SymroofError(f"limit: {e} has Min/Max/Piecewise/floor/ceiling; take limits "
+                           "per branch (symroof.regimes gives the branches of a roofline)")
     if v not in e.free_symbols:
         return e
     try:
         lead = leading_term(e, v, to)
     except SymroofError:
-        return sp.limit(e, v, to)
+        return _sympy_limit(e, v, to)
     power = sp.Poly(lead, v).degree() if lead.is_polynomial(v) else -1
     if v not in lead.free_symbols:
-        return sp.factor_terms(sp.cancel(lead))
+        from symroof.display import display
+
+        return display(lead)  # the textbook's shape: (12*D/S + 2)/b
     if (to == sp.oo and power < 0) or (to == 0 and power > 0):
         return sp.Integer(0)
     sign = sp.sign(lead.subs(v, 1))
-    return sp.oo * sign if sign.is_number else sp.limit(e, v, to)
+    return sp.oo * sign if sign.is_number else _sympy_limit(e, v, to)
+
+
+def _sympy_limit(e: sp.Expr, v: sp.Symbol, to: object) -> sp.Expr:
+    try:
+        return sp.limit(e, v, to)
+    except Exception as exc:  # SymPy's limit raises many types; the caller gets one
+        raise SymroofError(f"limit of {e} as {v} -> {to}: no closed form "
+                           f"({type(exc).__name__})") from None
 
 
 def positive_condition(expr: sp.Expr) -> sp.Expr | bool:
@@ -209,10 +222,9 @@ def crossover(lhs: object, rhs: object, var: sp.Symbol) -> list[Crossover]:
 
 def _normalised(root: sp.Expr) -> sp.Expr:
     """``root`` with a denominator whose terms are mostly positive (-a/(c - d) -> a/(d - c))."""
-    num, den = sp.fraction(sp.factor_terms(root))
-    negatives = sum(1 for t in sp.Add.make_args(sp.expand(den)) if t.as_coeff_Mul()[0] < 0)
-    if 2 * negatives > len(sp.Add.make_args(sp.expand(den))):
-        num, den = -num, -den
+    from symroof.display import positive_denominator
+
+    num, den = sp.fraction(positive_denominator(sp.factor_terms(root)))
     return sp.factor_terms(num) / sp.factor_terms(sp.expand(den))
 
 

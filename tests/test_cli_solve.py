@@ -210,3 +210,10 @@ def test_set_with_several_values_is_not_silently_truncated(capsys):
         assert "2048" in captured.out, captured.out
     else:
         assert code == 2 and len(captured.err.splitlines()) == 1
+
+
+def test_limit_of_max_is_a_clean_error(capsys):
+    """Min/Max never reach a solver: the CLI says to work per branch, exit 2."""
+    assert main(["solve", "limit", "decode", "--var", "B", "--of", "Max(I,1)"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "regimes" in err[0] and "Traceback" not in err[0]

@@ -176,3 +176,13 @@ def test_training_memory_symbolic():
     f = memory(m, batch=B, context=S, training=True)
     assert same(f.weights + f.gradients + f.optimizer_state, (2 * b + 12) * 12 * L * D**2)
     assert same((f.weights + f.gradients + f.optimizer_state).subs(b, 2) / m.params, 16)
+
+
+def test_weight_flops_of_a_training_step_are_6n_per_token():
+    """flops_by_operand puts dW = A^T dC (two activations in, a gradient out) with the
+    weights: 72 B S L D^2 = 6 (12 L D^2) per token; the attention part is the rest."""
+    m = transformer(layers=L, d_model=D, heads=H)
+    t = training(m, B, S)
+    parts = t.flops_by_operand
+    assert sp.expand(parts["weight"] - 6 * 12 * L * D**2 * B * S) == 0
+    assert sp.expand(parts["weight"] + parts["activation"] - t.flops) == 0

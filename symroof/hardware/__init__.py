@@ -19,7 +19,7 @@ from symroof.errors import SymroofError, suggest
 from symroof.hardware.spec import (PRECISIONS, UNITS, HardwareSpec, Link, MemoryLevel, Peak,
                                    parse_spec)
 
-__all__ = ["get", "names", "load", "HardwareSpec", "MemoryLevel", "Link", "Peak",
+__all__ = ["resolve", "get", "names", "load", "HardwareSpec", "MemoryLevel", "Link", "Peak",
            "PRECISIONS", "UNITS"]
 
 
@@ -47,6 +47,16 @@ def _get(name: str) -> HardwareSpec:
     if spec.name != name:
         raise SymroofError(f"{path}: name = {spec.name!r} must match the file name {name!r}")
     return spec
+
+
+def resolve(hw: object) -> HardwareSpec:
+    """A chip spec from a spec or a name (anything else is a SymroofError)."""
+    if isinstance(hw, HardwareSpec):
+        return hw
+    if isinstance(hw, str):
+        return get(hw)
+    raise SymroofError(f"hardware: expected a chip name or a HardwareSpec, got "
+                       f"{type(hw).__name__} {hw!r}")
 
 
 def load(path: str | os.PathLike[str]) -> HardwareSpec:

@@ -17,7 +17,7 @@ from functools import cached_property
 import sympy as sp
 
 from symroof.errors import SymroofError
-from symroof.ir import as_dim, as_expr
+from symroof.ir import Kind, as_dim, as_expr
 from symroof.precision import bytes_per_value
 from symroof.symbols import b as _b
 
@@ -99,10 +99,15 @@ class TransformerModel:
         """Width of Q and of the attention output: heads * head_dim."""
         return self.heads * self.head_dim
 
-    @property
+    @cached_property
     def kv_bytes_per_token(self) -> sp.Expr:
-        """KV-cache bytes per token of context: 2 (K and V) * layers * kv_dim * kv_bytes."""
-        return 2 * self.layers * self.kv_dim * self.kv_bytes
+        """KV-cache bytes per token of context, summed over the kv_cache tensors of a decode
+        graph with one sequence and one position: 2 (K and V) * layers * kv_dim * kv_bytes."""
+        from symroof.workloads.transformer import forward_graph
+
+        g = forward_graph(self, batch=1, q_len=1, kv_len=1, decode=True, logits="none")
+        return sp.expand(sum((g.count(t) * t.nbytes for t in g.inputs
+                              if t.kind == Kind.KV_CACHE), sp.Integer(0)))
 
     @cached_property
     def params(self) -> sp.Expr:

@@ -112,7 +112,7 @@ def tile_for_ridge(ridge: object, b: object) -> sp.Expr:
     """The smallest square tile whose inner loop clears ``ridge``: T/b >= ridge, T = ridge*b."""
     from symroof.solve import crossover
 
-    t = sp.Symbol("T", positive=True)
+    t = sp.Dummy("T", positive=True, integer=True)
     roots = crossover(inner_loop_intensity(t, t, b), ridge, t)
     if len(roots) != 1:
         raise SymroofError(f"tile_for_ridge: no unique tile for ridge {ridge}")
@@ -126,10 +126,10 @@ def largest_square_tile(capacity: object, *, accumulator_bytes: object = 4, b: o
     when ``staging``) fit in ``capacity`` bytes (floored when numeric)."""
     from symroof.solve import crossover
 
-    t = sp.Symbol("T", positive=True)
+    t = sp.Dummy("T", positive=True)
     need = t ** 2 * accumulator_bytes + (2 * t * b if staging else 0)  # type: ignore[operator]
-    roots = crossover(need, capacity, t)
-    if not roots:
+    roots = crossover(need, capacity, t)  # a quadratic with positive terms: one positive root
+    if len(roots) != 1:
         raise SymroofError(f"largest_square_tile: nothing fits in {capacity} bytes")
     root = roots[0].value
     if not root.is_number:

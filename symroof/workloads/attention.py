@@ -19,6 +19,7 @@ from symroof.cost import FlopCount
 from symroof.errors import SymroofError
 from symroof.ir import Graph, OpGroup, Tensor, as_dim
 from symroof.symbols import b as _b
+from symroof.symbols import dim
 
 __all__ = ["attention", "attention_core", "causal_fraction", "pending_fusions", "finish",
            "UNFUSED", "CAUSAL"]
@@ -67,15 +68,24 @@ def attention_core(g: Graph, q: Tensor, k: Tensor, v: Tensor, *, work_fraction: 
     probs = g.elementwise(scores, name=f"{prefix}softmax", flops_per_element=softmax_flops)
     out = g.gemm(probs, v, work_fraction=work_fraction, name=f"{prefix}pv")
     if fused:  # FlashAttention: one kernel, applied by symroof.passes.fuse at the end
-        pending_fusions(g).append({scores.name, probs.name, out.name})
+        pending_fusions(g).append(({scores.name, probs.name, out.name},
+                                   flash_tile_bytes(q.shape[-1], q.bytes_per_value)))
     elif unfused == "materialize_once":
         g.set_crossings(scores, writes=1, reads=0)
         g.set_crossings(probs, writes=0, reads=0)
     return out
 
 
-def pending_fusions(g: Graph) -> list[set[str]]:
-    """Fusion groups a builder has queued on ``g`` (applied by :func:`finish`)."""
+def flash_tile_bytes(head_dim: sp.Expr, b: sp.Expr) -> sp.Expr:
+    """On-chip bytes of one FlashAttention step: Q and O blocks of B_r rows, K and V
+    blocks of B_c rows (``(2 B_r + 2 B_c) d_h b``) and a B_r x B_c fp32 score tile."""
+    br, bc = dim("B_r"), dim("B_c")
+    return (2 * br + 2 * bc) * head_dim * b + 4 * br * bc
+
+
+def pending_fusions(g: Graph) -> list[set[str] | tuple[set[str], sp.Expr]]:
+    """Fusion groups a builder has queued on ``g``, each optionally with the on-chip
+    bytes a streaming kernel needs (applied by :func:`finish`)."""
     return g.meta.setdefault("pending_fusions", [])  # type: ignore[return-value]
 
 
@@ -83,8 +93,12 @@ def finish(g: Graph) -> Graph:
     """Apply the queued fusion groups with the fusion pass; returns the fused graph."""
     from symroof.passes.fuse import fuse
 
-    groups = g.meta.pop("pending_fusions", [])
-    return fuse(g, groups) if groups else g  # type: ignore[arg-type]
+    queued = g.meta.pop("pending_fusions", [])
+    if not queued:
+        return g
+    groups = [q[0] if isinstance(q, tuple) else q for q in queued]  # type: ignore[union-attr]
+    tiles = [q[1] if isinstance(q, tuple) else None for q in queued]  # type: ignore[union-attr]
+    return fuse(g, groups, tile_capacity=tiles)
 
 
 def attention(S: object, D: object, heads: object, *, head_dim: object | None = None,

@@ -57,11 +57,11 @@ def elementwise(n: object, *, flops_per_element: object = 1, inputs: int = 1,
 def _out_size(size: sp.Expr, kernel: sp.Expr, stride: sp.Expr, padding: sp.Expr,
               what: str, assumptions: list[str]) -> sp.Expr:
     span = size + 2 * padding - kernel
-    if span.is_number:
-        if span < 0:
-            raise SymroofError(f"conv2d {what}: kernel {kernel} is larger than the padded "
-                               f"input {size + 2 * padding}")
-        return sp.floor(span / stride) + 1
+    if span.is_number and span < 0:
+        raise SymroofError(f"conv2d {what}: kernel {kernel} is larger than the padded "
+                           f"input {size + 2 * padding}")
+    if span.is_number and stride.is_number:
+        return sp.floor(span / stride) + 1  # numbers: PyTorch's output size
     if stride != 1:
         assumptions.append(f"stride {stride} divides {span} exactly")
     return span / stride + 1
@@ -100,4 +100,4 @@ def conv2d(batch: object, in_channels: object, height: object, width: object,
         from symroof.passes.fuse import fuse
         g = fuse(g, [{"im2col", "Y"}])
     a = analyze(g, flops=flops)
-    return Analysis(a.graph, a.convention, None, (), tuple(assumptions))
+    return Analysis(a.graph, a.convention, None, (), a.assumptions + tuple(assumptions))
