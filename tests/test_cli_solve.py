@@ -7,7 +7,6 @@ difference is 0). Bad input exits 2 with exactly one line on stderr.
 
 from __future__ import annotations
 
-import json
 from fractions import Fraction
 
 import pytest
@@ -15,6 +14,7 @@ import sympy as sp
 
 import symroof as sr
 from symroof.cli import main
+from test_cli import run_error, run_json  # one helper for every CLI test
 from symroof.parse import parse_expr
 from symroof.symbols import CANONICAL, B, D, H, K, L, N, S, b
 
@@ -33,22 +33,6 @@ def run(capsys, *argv: str) -> str:
     assert code == 0, captured.err
     assert captured.err == ""
     return captured.out
-
-
-def run_json(capsys, *argv: str) -> dict:
-    return json.loads(run(capsys, *argv, "--json"))
-
-
-def run_error(capsys, *argv: str) -> str:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    assert code == 2, (code, captured.out, captured.err)
-    assert captured.out == ""
-    lines = captured.err.splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("symroof: error:")
-    assert "Traceback" not in captured.err
-    return lines[0]
 
 
 # ---------------------------------------------------------------------------

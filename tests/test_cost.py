@@ -14,7 +14,7 @@ from symroof.analysis import analyze
 from symroof.cost import RULES, Convention, Cost, FlopCount, cost_rule, interpret, op_cost
 from symroof.errors import SymroofError
 from symroof.ir import Elementwise, Gemm, Graph, Kind, Op, OpGroup, Tensor
-from symroof.symbols import B, D, K, L, M, N, S, b, dim, n
+from symroof.symbols import B, D, K, L, M, N, b, n
 from symroof.workloads.basic import conv2d, elementwise, gemm
 
 

@@ -17,7 +17,7 @@ import sympy as sp
 import symroof as sr
 from symroof.errors import SymroofError
 from symroof.ir import Kind
-from symroof.symbols import B, D, K, L, M, N, S, b, n
+from symroof.symbols import B, K, M, N, S, b, n
 
 H100_BF16 = Fraction("989.4") * 10**12      # FLOP/s, dense BF16 (datasheet)
 H100_HBM = Fraction("3.35") * 10**12        # bytes/s, HBM3 (datasheet)

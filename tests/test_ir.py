@@ -13,7 +13,7 @@ from symroof.cost import interpret
 from symroof.errors import SymroofError
 from symroof.ir import (Elementwise, Gather, Gemm, Graph, Kind, Move, Op, OpGroup, Reduce,
                         Tensor, as_dim)
-from symroof.symbols import B, D, G, H, K, L, M, N, S, V, b, d_h, dim
+from symroof.symbols import B, D, G, H, K, L, M, N, S, V, b, d_h
 
 
 def same(a: object, c: object) -> bool:
