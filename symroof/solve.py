@@ -1,8 +1,8 @@
 """Solvers: limits, crossovers with their conditions, curves, regimes, asymptotics.
 
 Everything works on rational functions through their numerator and denominator as
-polynomials in the variable (leading terms, roots by degree); no ``simplify()``. Min
-and Max never reach a solver: roofline bounds come as branches (:func:`regimes`).
+polynomials in the variable (leading terms, roots by degree); no general-purpose
+simplification. Min and Max never reach a solver: roofline bounds come as branches (:func:`regimes`).
 
 >>> from symroof.symbols import B, D, S, b
 >>> I = 2*B*(6*D + S)/(b*(B*S + 6*D))

@@ -61,7 +61,13 @@ def _as_expr(x: object, role: str, fn: str) -> sp.Expr:
         hint = " (did you mean its .intensity, .flops or .bytes?)" if hasattr(x, "intensity") else ""
         raise TypeError(f"{fn}: {role} must be a SymPy expression or a number, "
                         f"got {type(x).__name__}{hint}")
-    return sp.sympify(x)
+    if isinstance(x, sp.Expr):
+        return x
+    if isinstance(x, numbers.Integral):
+        return sp.Integer(int(x))
+    if isinstance(x, numbers.Rational):
+        return sp.Rational(x.numerator, x.denominator)
+    return sp.Float(x) if isinstance(x, numbers.Real) else sp.Number(x)  # type: ignore[arg-type]
 
 
 def _describe(s: sp.Symbol) -> str:
