@@ -58,22 +58,27 @@ class Analysis:
 
     @property
     def flops(self) -> sp.Expr:
+        """FLOPs of the counted op groups."""
         return self.counted.flops
 
     @property
     def bytes(self) -> sp.Expr:
+        """Bytes of the counted tensor kinds crossing the boundary (read + written)."""
         return self.counted.bytes
 
     @property
     def bytes_read(self) -> sp.Expr:
+        """Counted bytes read."""
         return self.counted.bytes_read
 
     @property
     def bytes_written(self) -> sp.Expr:
+        """Counted bytes written."""
         return self.counted.bytes_written
 
     @property
     def bytes_by_kind(self) -> Mapping[Kind, sp.Expr]:
+        """Counted bytes per tensor kind."""
         return self.counted.bytes_by_kind
 
     @cached_property

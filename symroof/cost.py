@@ -79,10 +79,12 @@ class Cost:
 
     @property
     def bytes_read(self) -> sp.Expr:
+        """All bytes read."""
         return sp.Add(*self.read.values())
 
     @property
     def bytes_written(self) -> sp.Expr:
+        """All bytes written."""
         return sp.Add(*self.written.values())
 
     @property

@@ -125,10 +125,12 @@ class Roofline:
 
     @property
     def compute_time_s(self) -> sp.Expr:
+        """F / peak: the time at the flat roof."""
         return self.flops / self.peak
 
     @property
     def memory_time_s(self) -> sp.Expr:
+        """Q / bandwidth: the time on the slope."""
         return self.bytes / self.bandwidth
 
     @property

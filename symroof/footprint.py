@@ -88,12 +88,16 @@ def memory(model: TransformerModel, *, batch: object, context: object, training:
 
 
 def capacity(model: TransformerModel, hw: object, *, context: object, tp: int = 1,
-             level: str | None = None) -> sp.Expr:
+             level: str | None = None, precision: str = "bf16") -> sp.Expr:
     """How many sequences of ``context`` tokens fit: (tp * capacity - weights) / KV per sequence.
 
-    Weights are sharded over ``tp`` devices, each with the chip's memory capacity.
+    Weights are sharded over ``tp`` devices, each with the chip's memory capacity. A
+    model whose bytes per value are the free symbol ``b`` (a preset) is counted at
+    ``precision``; set other formats with ``model.with_precision(...)``.
     """
     from symroof import hardware
+    from symroof.precision import bytes_per_value
+    from symroof.symbols import b
 
     spec = hardware.resolve(hw)
     if not isinstance(tp, int) or isinstance(tp, bool) or tp < 1:
@@ -104,7 +108,7 @@ def capacity(model: TransformerModel, hw: object, *, context: object, tp: int = 
                            f"{level or 'main memory'}")
     free = tp * cap - model.params * model.weight_bytes
     per_seq = model.kv_bytes_per_token * as_dim(context, "context")
-    n = free / per_seq
+    n = (free / per_seq).xreplace({b: bytes_per_value(precision)})
     if n.is_number:
         return sp.Max(sp.Integer(0), sp.floor(n))  # weights that do not fit leave room for none
     return n

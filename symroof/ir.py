@@ -548,10 +548,12 @@ class Graph:
 
     @property
     def inputs(self) -> tuple[Tensor, ...]:
+        """Tensors declared with input(), weight() or kv_cache(), in declaration order."""
         return tuple(self._inputs)
 
     @property
     def outputs(self) -> tuple[Tensor, ...]:
+        """Tensors marked with output()."""
         return tuple(self._outputs)
 
     def count(self, node: Node) -> sp.Expr:
@@ -559,6 +561,7 @@ class Graph:
         return self.nx.nodes[node]["count"]
 
     def block(self, node: Node) -> str:
+        """The repeat blocks around ``node``, outermost first ("layer", "" for none)."""
         return self.nx.nodes[node]["block"]
 
     def crossings(self, src: Node, dst: Node) -> sp.Expr:
@@ -566,15 +569,18 @@ class Graph:
         return self.nx.edges[src, dst]["crossings"]
 
     def set_edge_crossings(self, src: Node, dst: Node, value: object) -> None:
+        """Set the crossing factor of one read (tensor -> op) or write (op -> tensor)."""
         if not self.nx.has_edge(src, dst):
             raise SymroofError(f"graph {self.name!r}: no edge {src.name!r} -> {dst.name!r}")
         self.nx.edges[src, dst]["crossings"] = as_expr(value, f"edge {src.name!r} -> {dst.name!r}")
 
     def producer(self, tensor: Tensor) -> Op | None:
+        """The op that writes ``tensor`` (None for an input)."""
         preds = list(self.nx.predecessors(tensor))
         return preds[0] if preds else None
 
     def consumers(self, tensor: Tensor) -> tuple[Op, ...]:
+        """The ops that read ``tensor``."""
         return tuple(self.nx.successors(tensor))
 
     def node(self, name: str) -> Node:
@@ -593,6 +599,7 @@ class Graph:
 
     @property
     def tensors(self) -> tuple[Tensor, ...]:
+        """Every tensor of the graph."""
         return tuple(n for n in self.nx.nodes if isinstance(n, Tensor))
 
     def validate(self) -> None:

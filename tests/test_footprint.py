@@ -171,3 +171,13 @@ def test_saved_activations_unfused_keep_s_squared():
     unfused = saved_activations(m, B, S, fused=False)
     assert sp.degree(sp.expand(fused), S) == 1
     assert sp.degree(sp.expand(unfused), S) == 2
+
+
+def test_capacity_of_a_preset_is_counted_at_the_precision():
+    """A preset keeps b symbolic; capacity counts it at `precision` (bf16 by default).
+    Llama-3-70B on 4 x H100 at 8k context: (320e9 - 70.55e9 * 2) / (327,680 * 8192)
+    = 66.6 -> 66 at 16 bits; at fp8, (320e9 - 70.55e9) / (163,840 * 8192) = 185.9 -> 185."""
+    m = get("llama-3-70b")
+    assert capacity(m, "h100-sxm", context=8192, tp=4) == 66
+    assert capacity(m, "h100-sxm", context=8192, tp=4, precision="fp8") == 185
+    assert (320e9 - 70553706496 * 2) / (327680 * 8192) == pytest.approx(66.6, rel=1e-3)

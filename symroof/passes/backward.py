@@ -46,6 +46,7 @@ class Backward:
     name: str = "backward"
 
     def apply(self, graph: Graph) -> Graph:
+        """A new graph; ``graph`` is not changed."""
         graph.validate()
         fwd_ops = graph.ops
         g = graph.copy(f"{graph.name}-train")

@@ -56,6 +56,7 @@ class Fuse:
     name: str = "fuse"
 
     def apply(self, graph: Graph) -> Graph:
+        """A new graph; ``graph`` is not changed."""
         g = graph.copy()
         fused = list(g.meta.get("fused", ()))  # type: ignore[arg-type]
         for i, group in enumerate(self.groups):

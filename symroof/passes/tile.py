@@ -48,6 +48,7 @@ class Tile:
     name: str = "tile"
 
     def apply(self, graph: Graph) -> Graph:
+        """A new graph; ``graph`` is not changed."""
         g = graph.copy()
         sizes = dict(self.tiles)
         assumptions = list(g.meta.get("assumptions", ()))  # type: ignore[arg-type]
