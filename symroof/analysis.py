@@ -34,7 +34,6 @@ class Analysis:
     graph: Graph
     convention: Convention = Convention()
     tokens: sp.Expr | None = None
-    notes: tuple[str, ...] = ()
     assumptions: tuple[str, ...] = ()
 
     @cached_property
@@ -119,7 +118,7 @@ class Analysis:
                           traffic=changes.pop("traffic", old.traffic))  # type: ignore[arg-type]
         if changes:
             raise SymroofError(f"with_convention: unknown option(s) {', '.join(changes)}")
-        return Analysis(self.graph, conv, self.tokens, self.notes, self.assumptions)
+        return Analysis(self.graph, conv, self.tokens, self.assumptions)
 
     def subs(self, values: Mapping[sp.Symbol, object]) -> dict[str, sp.Expr]:
         """flops, bytes and intensity with ``values`` substituted (exact)."""

@@ -15,6 +15,7 @@ from typing import NoReturn
 
 import sympy as sp
 
+from symroof.analysis import Analysis
 from symroof.errors import SymroofError
 
 __all__ = ["main", "build_parser"]
@@ -64,6 +65,17 @@ def _workload_builders() -> dict[str, tuple[str, Callable[[argparse.Namespace], 
                      lambda a: t.training(model(a), s.B, s.S, flops=a.flops)),
     })
     return builders
+
+
+def _build(args: argparse.Namespace) -> Analysis:
+    """The workload named on the command line (unknown names suggest close ones)."""
+    from symroof.errors import suggest
+
+    builders = _workload_builders()
+    if args.workload not in builders:
+        raise SymroofError(f"unknown workload {args.workload!r}; expected one of "
+                           f"{', '.join(sorted(builders))}{suggest(args.workload, builders)}")
+    return builders[args.workload][1](args)  # type: ignore[return-value]
 
 
 # -- formatting ------------------------------------------------------------------
@@ -116,17 +128,11 @@ def _parse_sets(items: Sequence[str], free: set[sp.Symbol]) -> dict[sp.Symbol, t
 # -- commands ----------------------------------------------------------------------
 
 def _derive(args: argparse.Namespace, out: Callable[[str], None]) -> int:
-    from symroof.analysis import Analysis
     from symroof.evaluate import evaluate, roofline
     from symroof.precision import bytes_per_value
     from symroof.symbols import b
 
-    builders = _workload_builders()
-    if args.workload not in builders:
-        from symroof.errors import suggest
-        raise SymroofError(f"unknown workload {args.workload!r}; expected one of "
-                           f"{', '.join(sorted(builders))}{suggest(args.workload, builders)}")
-    wl: Analysis = builders[args.workload][1](args)  # type: ignore[assignment]
+    wl = _build(args)
     free = wl.flops.free_symbols | wl.bytes.free_symbols
     sets = _parse_sets(args.set or [], free)
     for sym, values in sets.items():
@@ -200,12 +206,7 @@ def _solve(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     from symroof.solve import crossover, limit
     from symroof.symbols import CANONICAL
 
-    builders = _workload_builders()
-    if args.workload not in builders:
-        from symroof.errors import suggest
-        raise SymroofError(f"unknown workload {args.workload!r}; expected one of "
-                           f"{', '.join(sorted(builders))}{suggest(args.workload, builders)}")
-    wl = builders[args.workload][1](args)
+    wl = _build(args)
     quantities = _quantities(wl)
     table: dict[str, sp.Basic] = dict(CANONICAL)
     table.update({x.name: x for x in wl.flops.free_symbols | wl.bytes.free_symbols})  # type: ignore[attr-defined]

@@ -66,13 +66,13 @@ def saved_activations(model: TransformerModel, batch: object, seq: object, *,
 
 
 def memory(model: TransformerModel, *, batch: object, context: object, training: bool = False,
-           optimizer_state_bytes: object = 12, fused: bool = True) -> Footprint:
+           optimizer_state_bytes: object | None = None, fused: bool = True) -> Footprint:
     """Footprint of serving ``batch`` sequences of ``context`` tokens, or of training on them.
 
     Inference: weights plus the KV cache (2 * layers * kv_heads * head_dim * kv_bytes per
     token); its activations (one layer's transient tensors) are left at 0 here, as the
     seeds do. Training: weights, gradients at the weights' bytes, optimizer state at
-    ``optimizer_state_bytes`` per parameter (mixed-precision Adam: 12), and the
+    ``optimizer_state_bytes`` per parameter (default: the training step's Adam, 12), and the
     activations saved for the backward pass, derived from the training graph.
     """
     if not isinstance(model, TransformerModel):
@@ -82,7 +82,10 @@ def memory(model: TransformerModel, *, batch: object, context: object, training:
     zero = sp.Integer(0)
     if not training:
         return Footprint(weights, model.kv_bytes_per_token * bt * ctx, zero, zero, zero)
-    state = as_expr(optimizer_state_bytes, "memory optimizer_state_bytes")
+    from symroof.workloads.transformer import ADAM
+
+    state = ADAM.state_bytes if optimizer_state_bytes is None else as_expr(
+        optimizer_state_bytes, "memory optimizer_state_bytes")
     return Footprint(weights, zero, saved_activations(model, bt, ctx, fused=fused),
                      model.params * model.weight_bytes, model.params * state)
 

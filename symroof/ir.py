@@ -392,23 +392,26 @@ class Graph:
         self.nx.add_node(node, count=self._count() if count is None else count,
                          block="/".join(self._scope.blocks) if block is None else block)
 
-    def _declare(self, tensor: Tensor, count: object | None = None) -> Tensor:
-        self._add_node(tensor, None if count is None else as_dim(count, f"tensor {tensor.name!r} count"))
+    def _declare(self, tensor: Tensor, count: object | None = None,
+                 block: str | None = None) -> Tensor:
+        self._add_node(tensor, None if count is None else as_dim(count, f"tensor {tensor.name!r} count"),
+                       block)
         self._inputs.append(tensor)
         return tensor
 
     def input(self, name: str, shape: Sequence[object], *, kind: Kind | str = Kind.ACTIVATION,
-              bytes_per_value: object = _b, count: object | None = None) -> Tensor:
+              bytes_per_value: object = _b, count: object | None = None,
+              block: str | None = None) -> Tensor:
         """A tensor that comes from outside the graph (read from memory by its consumers).
 
-        ``count`` defaults to the enclosing ``repeat`` scope.
+        ``count`` and ``block`` default to the enclosing ``repeat`` scope.
         """
         try:
             k = Kind(kind)
         except ValueError:
             raise SymroofError(f"input {name!r} kind: expected one of "
                                f"{', '.join(x.value for x in Kind)}, got {kind!r}") from None
-        return self._declare(Tensor(name, tuple(shape), k, bytes_per_value), count)
+        return self._declare(Tensor(name, tuple(shape), k, bytes_per_value), count, block)
 
     def weight(self, name: str, shape: Sequence[object], *, bytes_per_value: object = _b) -> Tensor:
         """A parameter tensor (kind ``weight``)."""

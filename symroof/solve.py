@@ -156,7 +156,6 @@ class Crossover:
     var: sp.Symbol
     value: sp.Expr
     conditions: tuple[sp.Expr, ...] = ()
-    notes: tuple[str, ...] = ()
 
     @property
     def always(self) -> bool:

@@ -53,9 +53,8 @@ class Backward:
         g.meta["forward_ops"] = tuple(op.name for op in fwd_ops)
         run = _Run(g, self)
         for out in graph.outputs:
-            seed = Tensor(f"d:{out.name}", out.shape, Kind.ACTIVATION, out.bytes_per_value)
-            g._add_node(seed, graph.count(out), graph.block(out))
-            g._inputs.append(seed)
+            seed = g.input(f"d:{out.name}", out.shape, bytes_per_value=out.bytes_per_value,
+                           count=graph.count(out), block=graph.block(out))
             run.contrib.setdefault(out, []).append(seed)
         for op in reversed(fwd_ops):
             run.op(op)

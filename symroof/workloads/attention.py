@@ -12,6 +12,8 @@ S/(2*b)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import sympy as sp
 
 from symroof.analysis import Analysis, analyze
@@ -21,7 +23,8 @@ from symroof.ir import Graph, OpGroup, Tensor, as_dim
 from symroof.symbols import b as _b
 from symroof.symbols import dim
 
-__all__ = ["attention", "attention_core", "causal_fraction", "pending_fusions", "finish",
+__all__ = ["attention", "attention_core", "ElementwiseFlops", "causal_fraction",
+           "pending_fusions", "finish",
            "UNFUSED", "CAUSAL"]
 
 #: How unfused kernels move the S x S matrices.
@@ -41,6 +44,22 @@ CAUSAL = {
 }
 
 
+@dataclass(frozen=True)
+class ElementwiseFlops:
+    """FLOPs per element of the non-contraction work (counted only with ``ops="all"``)."""
+
+    softmax: int = 5      # per score: scale, max, subtract-and-exp, sum, divide
+    layernorm: int = 8    # mean, subtract, square, sum, rsqrt-scale, gamma, beta, ...
+    rmsnorm: int = 4      # square, sum, rsqrt-scale, gamma
+    gelu: int = 8         # tanh approximation
+    silu: int = 4         # x * sigmoid(x)
+    relu: int = 1
+    residual: int = 1     # one add per element
+    gate: int = 1         # the SwiGLU product act(gate) * up
+    rotary: int = 3       # x*cos + rotate(x)*sin
+    bias: int = 1
+
+
 def causal_fraction(causal: bool | str, q_len: sp.Expr) -> sp.Expr:
     """Fraction of the QK^T (and PV) products a causal kernel performs."""
     if causal is False:
@@ -53,7 +72,7 @@ def causal_fraction(causal: bool | str, q_len: sp.Expr) -> sp.Expr:
 
 
 def attention_core(g: Graph, q: Tensor, k: Tensor, v: Tensor, *, work_fraction: sp.Expr,
-                   fused: bool, unfused: str = "write_and_read", softmax_flops: object = 5,
+                   fused: bool, unfused: str = "write_and_read", softmax_flops: object = ElementwiseFlops.softmax,
                    prefix: str = "") -> Tensor:
     """Add ``softmax(q k^T) v`` to ``g``; returns the output in q's grouped layout.
 

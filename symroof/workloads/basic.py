@@ -100,4 +100,4 @@ def conv2d(batch: object, in_channels: object, height: object, width: object,
         from symroof.passes.fuse import fuse
         g = fuse(g, [{"im2col", "Y"}])
     a = analyze(g, flops=flops)
-    return Analysis(a.graph, a.convention, None, (), a.assumptions + tuple(assumptions))
+    return Analysis(a.graph, a.convention, None, a.assumptions + tuple(assumptions))

@@ -31,27 +31,11 @@ from symroof.cost import FlopCount
 from symroof.errors import SymroofError
 from symroof.ir import Elementwise, Graph, Kind, Tensor, as_dim
 from symroof.models.config import TransformerModel
-from symroof.workloads.attention import (op_groups, attention_core, causal_fraction, finish,
-                                         pending_fusions)
+from symroof.workloads.attention import (ElementwiseFlops, attention_core, causal_fraction,
+                                         finish, op_groups, pending_fusions)
 
 __all__ = ["prefill", "decode", "training", "training_graph", "forward_graph", "weight_tensors",
            "ElementwiseFlops", "DECODE_TRAFFIC", "ADAM"]
-
-
-@dataclass(frozen=True)
-class ElementwiseFlops:
-    """FLOPs per element of the non-contraction work (counted only with ``ops="all"``)."""
-
-    softmax: int = 5      # per score: scale, max, subtract-and-exp, sum, divide
-    layernorm: int = 8    # mean, subtract, square, sum, rsqrt-scale, gamma, beta, ...
-    rmsnorm: int = 4      # square, sum, rsqrt-scale, gamma
-    gelu: int = 8         # tanh approximation
-    silu: int = 4         # x * sigmoid(x)
-    relu: int = 1
-    residual: int = 1     # one add per element
-    gate: int = 1         # the SwiGLU product act(gate) * up
-    rotary: int = 3       # x*cos + rotate(x)*sin
-    bias: int = 1
 
 
 #: Which tensor kinds count toward a decode step's traffic.
