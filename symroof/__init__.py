@@ -10,21 +10,26 @@ from __future__ import annotations
 
 from symroof import hardware, models, passes, symbols, workloads
 from symroof.analysis import Analysis, Workload, analyze
-from symroof.cost import Convention, Cost, FlopCount
-from symroof.display import display, latex, text
+from symroof.cost import Convention, Cost
+from symroof.display import display
 from symroof.errors import SymroofError
 from symroof.evaluate import Roofline, evaluate, roofline, sweep
 from symroof.footprint import Footprint, capacity, memory
-from symroof.ir import Elementwise, Gather, Gemm, Graph, Kind, Move, OpGroup, Reduce, Tensor, View
+from symroof.ir import (Elementwise, Gather, Gemm, Graph, Kind, Move, OpGroup, Reduce, Role,
+                        Tensor, View)
+from symroof.options import (Causal, DecodeTraffic, FlopCount, Logits, Lowering, OpsCounted,
+                             Unfused)
+from symroof.present.formula import latex, text
 from symroof.solve import (Crossover, Curve, Regime, crossover, crossover_curve, leading_term,
                            limit, regimes, sensitivity, theta)
 
 __all__ = [
     "Analysis", "Workload", "analyze", "Convention", "Cost", "FlopCount", "SymroofError",
     "Roofline", "evaluate", "roofline", "sweep", "Footprint", "memory", "capacity",
-    "Graph", "Tensor", "Kind", "OpGroup", "Gemm", "Elementwise", "Reduce", "Gather", "Move",
+    "Graph", "Tensor", "Kind", "Role", "OpGroup", "Gemm", "Elementwise", "Reduce", "Gather", "Move",
     "View", "limit", "leading_term", "crossover", "Crossover", "crossover_curve", "Curve",
     "regimes", "Regime", "sensitivity", "theta", "display", "latex", "text",
     "hardware", "models", "passes", "symbols", "workloads",
+    "Causal", "DecodeTraffic", "Logits", "Lowering", "OpsCounted", "Unfused",
 ]
 __version__ = "0.1.0"

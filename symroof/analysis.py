@@ -15,9 +15,10 @@ from types import MappingProxyType
 
 import sympy as sp
 
-from symroof.cost import Convention, Cost, FlopCount, op_cost
+from symroof.cost import Convention, Cost, op_costs
 from symroof.errors import SymroofError
 from symroof.ir import Graph, Kind, OpGroup, as_expr
+from symroof.options import FlopCount, renamed
 
 __all__ = ["Analysis", "Workload", "analyze", "graph_assumptions"]
 
@@ -39,16 +40,12 @@ class Analysis:
     @cached_property
     def per_op(self) -> Mapping[str, Cost]:
         """Cost of each op (all its occurrences), in topological order."""
-        return MappingProxyType({op.name: op_cost(self.graph, op, self.convention)
-                                 for op in self.graph.ops})
+        return op_costs(self.graph, self.convention)
 
     @cached_property
     def cost(self) -> Cost:
         """Total cost with traffic of every tensor kind."""
-        total = Cost()
-        for c in self.per_op.values():
-            total = total + c
-        return total
+        return Cost.total(self.per_op.values())
 
     @cached_property
     def counted(self) -> Cost:
@@ -90,18 +87,38 @@ class Analysis:
 
     @cached_property
     def flops_by_operand(self) -> Mapping[str, sp.Expr]:
-        """Contraction FLOPs split by operands: ``weight`` (a GEMM that reads or writes a
-        weight or its gradient) and ``activation`` (both operands activations, e.g. QK^T
-        and PV). Kaplan's 2N and the attention term are these two parts."""
-        from symroof.ir import Gemm
-
-        parts = {"weight": sp.Integer(0), "activation": sp.Integer(0)}
+        """Contraction FLOPs split by operands: ``weight`` (a contraction that reads or
+        writes a weight or its gradient) and ``activation`` (both operands activations,
+        e.g. QK^T and PV). Kaplan's 2N and the attention term are these two parts."""
+        parts: dict[str, list[sp.Expr]] = {"weight": [], "activation": []}
         for op in self.graph.ops:
-            if isinstance(op, Gemm):
-                kinds = {op.a.kind, op.b.kind, op.out.kind}  # dW = A^T dC writes a gradient
-                key = "weight" if kinds & {Kind.WEIGHT, Kind.GRADIENT} else "activation"
-                parts[key] += self.per_op[op.name].flops
-        return MappingProxyType(parts)
+            if op.group is not OpGroup.CONTRACTION:
+                continue
+            kinds = {t.kind for t in (*op.inputs, *op.outputs)}  # dW = A^T dC writes a gradient
+            key = "weight" if kinds & {Kind.WEIGHT, Kind.GRADIENT} else "activation"
+            parts[key].append(self.per_op[op.name].flops)
+        return MappingProxyType({k: sp.Add(*v) for k, v in parts.items()})
+
+    @cached_property
+    def quantities(self) -> Mapping[str, sp.Expr]:
+        """The named quantities of this workload, as claims and ``symroof solve`` name them:
+
+        - ``F``, ``Q``, ``I``: FLOPs, counted bytes, intensity;
+        - ``F_weights``: FLOPs of contractions with a weight operand (``flops_by_operand["weight"]``);
+        - ``F_attention``: FLOPs of contractions of two activations, QK^T and PV
+          (``flops_by_operand["activation"]``);
+        - ``Q_<kind>``: counted bytes of each tensor kind (``Q_weight``, ``Q_kv_cache``, ...);
+        - ``tokens``: tokens one run processes, where the workload has them.
+        """
+        q: dict[str, sp.Expr] = {"F": self.flops, "Q": self.bytes, "I": self.intensity,
+                                 "F_weights": self.flops_by_operand["weight"],
+                                 "F_attention": self.flops_by_operand["activation"]}
+        for kind in Kind:
+            if kind in self.convention.traffic:
+                q[f"Q_{kind.value}"] = self.bytes_by_kind.get(kind, sp.Integer(0))
+        if self.tokens is not None:
+            q["tokens"] = self.tokens
+        return MappingProxyType(q)
 
     def op_intensity(self, name: str) -> sp.Expr:
         """Intensity of one op under this convention."""
@@ -110,14 +127,16 @@ class Analysis:
         c = self.per_op[name].only(self.convention.traffic)
         return sp.factor_terms(sp.cancel(c.flops / c.bytes))
 
+    @renamed(flops="flop_count")
     def with_convention(self, **changes: object) -> Analysis:
-        """The same graph analysed under a changed convention (e.g. ``flops="exact"``)."""
+        """The same graph analysed under a changed convention (e.g. ``flop_count="exact"``)."""
         old = self.convention
-        conv = Convention(flops=changes.pop("flops", old.flops),  # type: ignore[arg-type]
+        conv = Convention(flop_count=changes.pop("flop_count", old.flop_count),  # type: ignore[arg-type]
                           ops=changes.pop("ops", old.ops),  # type: ignore[arg-type]
                           traffic=changes.pop("traffic", old.traffic))  # type: ignore[arg-type]
         if changes:
-            raise SymroofError(f"with_convention: unknown option(s) {', '.join(changes)}")
+            raise SymroofError(f"with_convention: unknown option(s) {', '.join(changes)}; "
+                               "expected flop_count, ops, traffic")
         return Analysis(self.graph, conv, self.tokens, self.assumptions)
 
     def subs(self, values: Mapping[sp.Symbol, object]) -> dict[str, sp.Expr]:
@@ -130,7 +149,8 @@ class Analysis:
 Workload = Analysis
 
 
-def analyze(graph: Graph, *, flops: FlopCount | str = FlopCount.TWO_PER_MAC,
+@renamed(flops="flop_count")
+def analyze(graph: Graph, *, flop_count: FlopCount | str = FlopCount.TWO_PER_MAC,
             ops: Iterable[OpGroup | str] | None = None,
             traffic: Iterable[Kind | str] | None = None,
             tokens: object | None = None) -> Analysis:
@@ -145,7 +165,7 @@ def analyze(graph: Graph, *, flops: FlopCount | str = FlopCount.TWO_PER_MAC,
     if not isinstance(graph, Graph):
         raise SymroofError(f"analyze: expected a symroof Graph, got {type(graph).__name__}")
     graph.validate()
-    conv = Convention(flops=flops,  # type: ignore[arg-type]
+    conv = Convention(flop_count=flop_count,  # type: ignore[arg-type]
                       ops=frozenset(OpGroup) if ops is None else ops,  # type: ignore[arg-type]
                       traffic=frozenset(Kind) if traffic is None else traffic)  # type: ignore[arg-type]
     return Analysis(graph, conv, None if tokens is None else as_expr(tokens, "tokens"),
@@ -155,8 +175,8 @@ def analyze(graph: Graph, *, flops: FlopCount | str = FlopCount.TWO_PER_MAC,
 def graph_assumptions(graph: Graph) -> tuple[str, ...]:
     """What the passes that made ``graph`` assume: exact tile division, and the on-chip
     capacity each fused group needs."""
-    out = list(graph.meta.get("assumptions", ()))  # type: ignore[call-overload]
-    for f in graph.meta.get("fused", ()):  # type: ignore[attr-defined]
+    out = list(graph.provenance.assumptions)
+    for f in graph.provenance.fused:
         if f.tile_capacity is not None:
             out.append(f"fused {f.name}: on-chip memory holds a tile of {f.tile_capacity} bytes")
         elif f.capacity != 0:

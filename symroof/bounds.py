@@ -1,4 +1,5 @@
-"""I/O lower bounds and the traffic of known schedules, as formulas in the fast-memory size.
+"""I/O lower bounds, the traffic of known schedules, and tile sizing, as formulas in the
+fast-memory size.
 
 - GEMM: any schedule of the ``M N K`` products with a fast memory of ``C`` words moves
   at least ``2 M N K / sqrt(C)`` words (Smith, Lowery, Langou, van de Geijn, "A Tight
@@ -19,10 +20,13 @@ from __future__ import annotations
 
 import sympy as sp
 
+from symroof.errors import SymroofError
 from symroof.ir import as_dim, as_expr
+from symroof.solve import crossover
 
 __all__ = ["gemm_io_lower_bound", "flash_attention_hbm_accesses",
-           "standard_attention_hbm_accesses"]
+           "standard_attention_hbm_accesses", "inner_loop_intensity", "tile_for_ridge",
+           "largest_square_tile", "waves"]
 
 
 def gemm_io_lower_bound(m: object, n: object, k: object, capacity_words: object) -> sp.Expr:
@@ -54,3 +58,53 @@ def standard_attention_hbm_accesses(seq: object, head_dim: object) -> sp.Expr:
     S x S scores written and read back and the probabilities written and read: 4 S^2."""
     s, d = as_dim(seq, "S"), as_dim(head_dim, "d_h")
     return 4 * s * d + 4 * s ** 2
+
+
+# ---------------------------------------------------------------------------
+# tile sizing (the seed's tiling argument)
+
+
+def inner_loop_intensity(tile_m: object, tile_n: object, b: object) -> sp.Expr:
+    """Intensity of the inner loop of an output-stationary GEMM tile t_m x t_n.
+
+    Each K step loads a t_m column slice of A and a t_n row slice of B (``(t_m+t_n) b``
+    bytes) and feeds ``t_m t_n`` MACs (``2 t_m t_n`` FLOPs): ``2 t_m t_n / ((t_m+t_n) b)``,
+    ``T/b`` for a square tile.
+    """
+    tm, tn = as_dim(tile_m, "tile_m"), as_dim(tile_n, "tile_n")
+    return sp.factor_terms(sp.cancel(2 * tm * tn / ((tm + tn) * b)))  # type: ignore[operator]
+
+
+def tile_for_ridge(ridge: object, b: object) -> sp.Expr:
+    """The smallest square tile whose inner loop clears ``ridge``: T/b >= ridge, T = ridge*b."""
+    t = sp.Dummy("T", positive=True, integer=True)
+    roots = crossover(inner_loop_intensity(t, t, b), ridge, t)
+    if len(roots) != 1:
+        raise SymroofError(f"tile_for_ridge: no unique tile for ridge {ridge}")
+    value = roots[0].value
+    return sp.ceiling(value) if value.is_number else value  # a whole tile
+
+
+def largest_square_tile(capacity: object, *, accumulator_bytes: object = 4, b: object = 2,
+                        staging: bool = True) -> sp.Expr:
+    """The largest T whose T x T accumulators (plus one K-slice of A and B, 2 T b bytes,
+    when ``staging``) fit in ``capacity`` bytes (floored when numeric)."""
+    t = sp.Dummy("T", positive=True)
+    need = t ** 2 * accumulator_bytes + (2 * t * b if staging else 0)  # type: ignore[operator]
+    roots = crossover(need, capacity, t)  # a quadratic with positive terms: one positive root
+    if len(roots) != 1:
+        raise SymroofError(f"largest_square_tile: nothing fits in {capacity} bytes")
+    root = roots[0].value
+    if not root.is_number:
+        return root
+    if root < 1:
+        raise SymroofError(f"largest_square_tile: not even a 1 x 1 tile fits in {capacity} bytes")
+    return sp.floor(root)
+
+
+def waves(tiles: object, units: object) -> sp.Expr:
+    """Waves of tiles over ``units`` parallel units (SMs): ceil(tiles / units).
+
+    Wave quantization for numbers; keep it out of anything passed to a solver.
+    """
+    return sp.ceiling(sp.Rational(1) * tiles / units)  # type: ignore[operator]

@@ -1,4 +1,4 @@
-"""The Cost value, counting conventions, one cost rule per op type, and the interpreter.
+"""The Cost value, the counting convention, one cost rule per op type, and the interpreter.
 
 A rule returns an op's FLOPs and, for each input, the fraction of it the op touches
 (1 unless the op reads part of a tensor, as a gather does). The interpreter turns that
@@ -25,8 +25,11 @@ import sympy as sp
 
 from symroof.errors import SymroofError
 from symroof.ir import Elementwise, Gather, Gemm, Graph, Kind, Move, Op, OpGroup, Reduce, View, prod
+from symroof.options import FlopCount, option
+from symroof.rules import RuleTable
 
-__all__ = ["Cost", "FlopCount", "Convention", "cost_rule", "op_cost", "interpret", "RULES"]
+__all__ = ["Cost", "FlopCount", "Convention", "cost_rule", "op_cost", "op_costs", "interpret",
+           "RULES"]
 
 _ZERO = sp.Integer(0)
 
@@ -35,12 +38,14 @@ def _freeze(d: Mapping[Kind, sp.Expr]) -> Mapping[Kind, sp.Expr]:
     return MappingProxyType({k: d[k] for k in Kind if k in d and d[k] != 0})
 
 
-def _merge(a: Mapping[Kind, sp.Expr], c: Mapping[Kind, sp.Expr], scale: sp.Expr = sp.Integer(1)
-           ) -> Mapping[Kind, sp.Expr]:
-    out = dict(a)
-    for k, v in c.items():
-        out[k] = out.get(k, _ZERO) + scale * v
-    return _freeze(out)
+def _sum_by_kind(parts: Iterable[Mapping[Kind, sp.Expr]], scale: sp.Expr = sp.Integer(1)
+                 ) -> Mapping[Kind, sp.Expr]:
+    """Per kind, one ``Add`` of every part's terms (pairwise sums would be quadratic)."""
+    terms: dict[Kind, list[sp.Expr]] = {}
+    for part in parts:
+        for k, v in part.items():
+            terms.setdefault(k, []).append(v)
+    return _freeze({k: scale * sp.Add(*vs) for k, vs in terms.items()})
 
 
 @dataclass(frozen=True)
@@ -63,13 +68,19 @@ class Cost:
     def __add__(self, other: Cost) -> Cost:
         if not isinstance(other, Cost):
             return NotImplemented
-        return Cost(self.flops + other.flops, _merge(self.read, other.read),
-                    _merge(self.written, other.written))
+        return Cost.total((self, other))
+
+    @staticmethod
+    def total(costs: Iterable[Cost]) -> Cost:
+        """The sum of ``costs``: one ``Add`` per field, linear in their number."""
+        items = list(costs)
+        return Cost(sp.Add(*(c.flops for c in items)), _sum_by_kind(c.read for c in items),
+                    _sum_by_kind(c.written for c in items))
 
     def scaled(self, factor: sp.Expr) -> Cost:
         """This cost ``factor`` times over (a repeated block)."""
-        return Cost(self.flops * factor, _merge({}, self.read, factor),
-                    _merge({}, self.written, factor))
+        return Cost(self.flops * factor, _sum_by_kind((self.read,), factor),
+                    _sum_by_kind((self.written,), factor))
 
     def only(self, kinds: Iterable[Kind]) -> Cost:
         """The same FLOPs, with traffic of the given tensor kinds only."""
@@ -95,20 +106,7 @@ class Cost:
     @property
     def bytes_by_kind(self) -> Mapping[Kind, sp.Expr]:
         """Read plus written bytes per tensor kind."""
-        return _merge(self.read, self.written)
-
-
-class FlopCount(StrEnum):
-    """How a multiply-accumulate counts."""
-
-    TWO_PER_MAC = "two_per_mac"  # a MAC is 2 FLOPs: 2MNK (Kaplan, Pope, vendor peaks); default
-    ONE_PER_MAC = "one_per_mac"  # a MAC is 1 operation: MNK (ResNet-50's 3.8 G, the TPU paper)
-    EXACT = "exact"              # K multiplies and K-1 adds per output: MN(2K-1)
-
-    @property
-    def ops_per_mac(self) -> int:
-        """How the matching hardware peak counts a MAC (exact counts compare with 2)."""
-        return 1 if self is FlopCount.ONE_PER_MAC else 2
+        return _sum_by_kind((self.read, self.written))
 
 
 _ALL_GROUPS = frozenset(OpGroup)
@@ -119,58 +117,46 @@ _ALL_KINDS = frozenset(Kind)
 class Convention:
     """Every counting choice behind a figure, named, with its default.
 
-    - ``flops``: how a MAC counts (default two FLOPs).
+    - ``flop_count``: how a MAC counts (default two FLOPs).
     - ``ops``: which op groups' FLOPs count (default all; the transformer workloads count
       contractions only, as the seeds and PyTorch's counter do).
     - ``traffic``: which tensor kinds' bytes count toward Q (default all: compulsory
       traffic of every tensor; the seeds' decode model keeps activations resident).
     """
 
-    flops: FlopCount = FlopCount.TWO_PER_MAC
+    flop_count: FlopCount = FlopCount.TWO_PER_MAC
     ops: frozenset[OpGroup] = _ALL_GROUPS
     traffic: frozenset[Kind] = _ALL_KINDS
 
     def __post_init__(self) -> None:
-        try:
-            object.__setattr__(self, "flops", FlopCount(self.flops))
-        except ValueError:
-            raise SymroofError(f"convention flops: expected one of "
-                               f"{', '.join(f.value for f in FlopCount)}, got {self.flops!r}") from None
+        object.__setattr__(self, "flop_count",
+                           option(FlopCount, self.flop_count, "convention flop_count"))
         object.__setattr__(self, "ops", _enum_set(OpGroup, self.ops, "ops"))
         object.__setattr__(self, "traffic", _enum_set(Kind, self.traffic, "traffic"))
 
-    def describe(self) -> str:
-        ops = "all ops" if self.ops == _ALL_GROUPS else "+".join(sorted(self.ops))
-        kinds = "all tensors" if self.traffic == _ALL_KINDS else "+".join(sorted(self.traffic))
-        return f"FLOPs: {self.flops.value}, {ops}; traffic: {kinds}"
+    @property
+    def all_ops(self) -> bool:
+        """Every op group's FLOPs count."""
+        return self.ops == _ALL_GROUPS
+
+    @property
+    def all_traffic(self) -> bool:
+        """Every tensor kind's bytes count."""
+        return self.traffic == _ALL_KINDS
 
 
-def _enum_set(enum: type[StrEnum], values: Iterable[object], what: str) -> frozenset:
+def _enum_set(enum: type[StrEnum], values: Iterable[object], what: str) -> frozenset[StrEnum]:
     if isinstance(values, str):
         values = (values,)
-    try:
-        return frozenset(enum(v) for v in values)
-    except ValueError as exc:
-        raise SymroofError(f"convention {what}: {exc}; expected some of "
-                           f"{', '.join(e.value for e in enum)}") from None
+    return frozenset(option(enum, v, f"convention {what}") for v in values)
 
 
 # ---------------------------------------------------------------------------
 # rules: op -> (FLOPs, fraction of each operand touched, by tensor name; default 1)
 
 Rule = Callable[[Op, Convention], tuple[sp.Expr, Mapping[str, sp.Expr]]]
-_RULES: dict[type[Op], Rule] = {}
-RULES: Mapping[type[Op], Rule] = MappingProxyType(_RULES)
-
-
-def cost_rule(op_type: type[Op]) -> Callable[[Rule], Rule]:
-    """Register the cost rule of an op type (one per type)."""
-    def register(rule: Rule) -> Rule:
-        if op_type in _RULES:
-            raise SymroofError(f"cost rule for {op_type.__name__} registered twice")
-        _RULES[op_type] = rule
-        return rule
-    return register
+RULES: RuleTable[Rule] = RuleTable("cost", "symroof.cost.cost_rule")
+cost_rule = RULES.register
 
 
 @cost_rule(Gemm)
@@ -178,7 +164,7 @@ def _gemm(op: Gemm, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr]]:
     batch, m, n, k = op.dims
     outputs = prod(batch) * m * n * op.work_fraction
     per_output = {FlopCount.TWO_PER_MAC: 2 * k, FlopCount.ONE_PER_MAC: k,
-                  FlopCount.EXACT: 2 * k - 1}[conv.flops]
+                  FlopCount.EXACT: 2 * k - 1}[conv.flop_count]
     return outputs * per_output, {}
 
 
@@ -216,27 +202,27 @@ def _view(op: View, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr]]:
 
 def op_cost(graph: Graph, op: Op, convention: Convention = Convention()) -> Cost:
     """The cost of all occurrences of ``op`` (its count times one occurrence)."""
-    rule = _RULES.get(type(op))
-    if rule is None:
-        raise SymroofError(f"op {op.name!r}: no cost rule for {type(op).__name__} "
-                           "(register one with symroof.cost.cost_rule)")
-    flops, touched = rule(op, convention)
+    flops, touched = RULES.rule(op, f"graph {graph.name!r}")(op, convention)
     if op.group not in convention.ops:
         flops = _ZERO
-    read: dict[Kind, sp.Expr] = {}
+    read: dict[Kind, list[sp.Expr]] = {}
     for t in dict.fromkeys(op.inputs):  # an operand used twice (x @ x^T) is read once
         amount = graph.crossings(t, op) * touched.get(t.name, 1) * t.nbytes
-        read[t.kind] = read.get(t.kind, _ZERO) + amount
-    written: dict[Kind, sp.Expr] = {}
+        read.setdefault(t.kind, []).append(amount)
+    written: dict[Kind, list[sp.Expr]] = {}
     for t in op.outputs:
         amount = graph.crossings(op, t) * touched.get(t.name, 1) * t.nbytes
-        written[t.kind] = written.get(t.kind, _ZERO) + amount
-    return Cost(flops, read, written).scaled(graph.count(op))
+        written.setdefault(t.kind, []).append(amount)
+    count = graph.count(op)
+    return Cost(flops * count, {k: count * sp.Add(*v) for k, v in read.items()},
+                {k: count * sp.Add(*v) for k, v in written.items()})
+
+
+def op_costs(graph: Graph, convention: Convention = Convention()) -> Mapping[str, Cost]:
+    """The cost of every op of ``graph`` by op name, in topological order (the interpreter)."""
+    return MappingProxyType({op.name: op_cost(graph, op, convention) for op in graph.ops})
 
 
 def interpret(graph: Graph, convention: Convention = Convention()) -> Cost:
-    """The total cost of a graph: the sum of every op's cost, in topological order."""
-    total = Cost()
-    for op in graph.ops:
-        total = total + op_cost(graph, op, convention)
-    return total
+    """The total cost of a graph: the sum of every op's cost."""
+    return Cost.total(op_costs(graph, convention).values())

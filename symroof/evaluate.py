@@ -8,18 +8,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import sympy as sp
 
+from symroof import hardware
 from symroof.analysis import Analysis
 from symroof.errors import SymroofError
+from symroof.hardware import HardwareSpec
 from symroof.ir import as_expr
 from symroof.precision import bytes_per_value
 from symroof.symbols import b as _b
 
-__all__ = ["evaluate", "sweep", "Roofline", "roofline", "symbol_map", "workload_values"]
+__all__ = ["evaluate", "sweep", "Roofline", "roofline", "symbol_map", "workload_values",
+           "Point", "points"]
 
 
 def symbol_map(expr: sp.Expr, subs: Mapping[object, object] | None, *,
@@ -77,7 +80,7 @@ def sweep(expr: object, grid: Mapping[object, object], *, subs: Mapping[object, 
     >>> sweep(2*n/(3*b), {n: np.array([3, 6])}, subs={b: 2}).tolist()
     [1.0, 2.0]
     """
-    import numpy as np
+    import numpy as np  # only sweeps need numpy; importing it at start-up costs every command
 
     e = evaluate(expr, subs)
     by_name = {x.name: x for x in e.free_symbols}
@@ -161,19 +164,6 @@ class Roofline:
         """Tokens per second over all sequences (None for workloads without tokens)."""
         return None if self.tokens is None else self.tokens / self.time_s
 
-    def as_dict(self) -> dict[str, object]:
-        """Numbers for JSON and tables (floats; exact values stay in the fields)."""
-        def f(x: sp.Expr | None) -> object:
-            if x is None:
-                return None
-            return float(x) if not x.free_symbols else str(x)
-        return {"hardware": self.hardware, "precision": self.precision, "level": self.level,
-                "peak_flop_per_s": f(self.peak), "bandwidth_bytes_per_s": f(self.bandwidth),
-                "ridge": f(self.ridge), "attainable_flop_per_s": f(self.attainable),
-                "compute_time_s": f(self.compute_time_s), "memory_time_s": f(self.memory_time_s),
-                "time_s": f(self.time_s), "time_serial_s": f(self.time_serial_s),
-                "bound": self.bound, "tokens_per_s": f(self.tokens_per_s)}
-
 
 def workload_values(workload: Analysis, subs: Mapping[object, object] | None,
                     precision: str) -> dict[sp.Symbol, sp.Expr]:
@@ -193,7 +183,7 @@ def workload_values(workload: Analysis, subs: Mapping[object, object] | None,
     return values
 
 
-def roofline(workload: Analysis, hw: object, *, precision: str = "bf16",
+def roofline(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf16",
              subs: Mapping[object, object] | None = None, unit: str | None = None,
              level: str | None = None) -> Roofline:
     """Bound ``workload`` on chip ``hw`` (a spec or its name) at ``precision``.
@@ -203,13 +193,11 @@ def roofline(workload: Analysis, hw: object, *, precision: str = "bf16",
     workload's bytes per value ``b`` is free and not in ``subs``, it is set from
     ``precision`` (bf16: 2 bytes).
     """
-    from symroof import hardware
-
     if not isinstance(workload, Analysis):
         raise SymroofError(f"roofline: expected a workload (Analysis), got {type(workload).__name__}")
     spec = hardware.resolve(hw)
     values = workload_values(workload, subs, precision)
-    ops_per_mac = workload.convention.flops.ops_per_mac
+    ops_per_mac = workload.convention.flop_count.ops_per_mac
     peak = spec.peak(precision, unit=unit, ops_per_mac=ops_per_mac)
     bw = spec.bandwidth(level)
     f = evaluate(workload.flops, values)
@@ -219,3 +207,26 @@ def roofline(workload: Analysis, hw: object, *, precision: str = "bf16",
     tokens = None if workload.tokens is None else evaluate(workload.tokens, values)
     return Roofline(spec.name, precision, level or spec.main_memory, f, q, sp.cancel(f / q),
                     peak, bw, peak / bw, tokens)
+
+
+@dataclass(frozen=True)
+class Point:
+    """A workload at one assignment of its symbols: F, Q, I, and the roofline on a chip."""
+
+    values: Mapping[sp.Symbol, sp.Expr]
+    flops: sp.Expr
+    bytes: sp.Expr
+    intensity: sp.Expr
+    roofline: Roofline | None = None
+
+
+def points(workload: Analysis, rows: Iterable[Mapping[sp.Symbol, sp.Expr]], *,
+           hw: HardwareSpec | str | None = None, precision: str = "bf16",
+           unit: str | None = None, level: str | None = None) -> Iterator[Point]:
+    """``workload`` at each row of values (exact), with its roofline on ``hw`` if given."""
+    spec = None if hw is None else hardware.resolve(hw)
+    for values in rows:
+        r = None if spec is None else roofline(workload, spec, precision=precision,
+                                                 subs=values, unit=unit, level=level)
+        yield Point(dict(values), evaluate(workload.flops, values),
+                    evaluate(workload.bytes, values), evaluate(workload.intensity, values), r)

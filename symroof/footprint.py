@@ -12,9 +12,15 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from symroof import hardware
 from symroof.errors import SymroofError
-from symroof.ir import Kind, as_dim, as_expr
+from symroof.hardware import HardwareSpec
+from symroof.ir import Kind, Role, as_dim, as_expr
 from symroof.models.config import TransformerModel
+from symroof.passes.optimizer import ADAM
+from symroof.precision import bytes_per_value
+from symroof.symbols import b
+from symroof.workloads.transformer import training_graph
 
 __all__ = ["Footprint", "memory", "capacity", "saved_activations"]
 
@@ -34,11 +40,6 @@ class Footprint:
         return self.weights + self.kv_cache + self.activations + self.gradients + \
             self.optimizer_state
 
-    def as_dict(self) -> dict[str, sp.Expr]:
-        return {"weights": self.weights, "kv_cache": self.kv_cache,
-                "activations": self.activations, "gradients": self.gradients,
-                "optimizer_state": self.optimizer_state, "total": self.total}
-
 
 def saved_activations(model: TransformerModel, batch: object, seq: object, *,
                       fused: bool = True, recompute: bool = True) -> sp.Expr:
@@ -47,13 +48,12 @@ def saved_activations(model: TransformerModel, batch: object, seq: object, *,
     Derived from the training graph: every forward tensor that a backward op reads
     across the boundary, times its multiplicity.
     """
-    from symroof.workloads.transformer import training_graph
-
     g = training_graph(model, batch, seq, fused=fused, recompute=recompute, optimizer=None)
-    forward = set(g.meta["forward_ops"])  # type: ignore[arg-type]
+    assert g.provenance.training is not None  # the backward pass records it
+    forward = g.provenance.training.forward_ops
     total = sp.Integer(0)
     for t in g.tensors:
-        if t.kind != Kind.ACTIVATION or t.name.startswith(("d:", "re:")):
+        if t.kind != Kind.ACTIVATION or t.role is not Role.VALUE:
             continue
         producer = g.producer(t)
         if producer is not None and producer.name not in forward:
@@ -82,15 +82,13 @@ def memory(model: TransformerModel, *, batch: object, context: object, training:
     zero = sp.Integer(0)
     if not training:
         return Footprint(weights, model.kv_bytes_per_token * bt * ctx, zero, zero, zero)
-    from symroof.workloads.transformer import ADAM
-
     state = ADAM.state_bytes if optimizer_state_bytes is None else as_expr(
         optimizer_state_bytes, "memory optimizer_state_bytes")
     return Footprint(weights, zero, saved_activations(model, bt, ctx, fused=fused),
                      model.params * model.weight_bytes, model.params * state)
 
 
-def capacity(model: TransformerModel, hw: object, *, context: object, tp: int = 1,
+def capacity(model: TransformerModel, hw: HardwareSpec | str, *, context: object, tp: int = 1,
              level: str | None = None, precision: str = "bf16") -> sp.Expr:
     """How many sequences of ``context`` tokens fit: (tp * capacity - weights) / KV per sequence.
 
@@ -98,16 +96,12 @@ def capacity(model: TransformerModel, hw: object, *, context: object, tp: int = 
     model whose bytes per value are the free symbol ``b`` (a preset) is counted at
     ``precision``; set other formats with ``model.with_precision(...)``.
     """
-    from symroof import hardware
-    from symroof.precision import bytes_per_value
-    from symroof.symbols import b
-
     spec = hardware.resolve(hw)
     if not isinstance(tp, int) or isinstance(tp, bool) or tp < 1:
         raise SymroofError(f"capacity tp: expected a positive integer, got {tp!r}")
-    cap = spec.capacity(level)  # type: ignore[attr-defined]
+    cap = spec.capacity(level)
     if cap is None:
-        raise SymroofError(f"capacity: {spec.name} has no published capacity for "  # type: ignore[attr-defined]
+        raise SymroofError(f"capacity: {spec.name} has no published capacity for "
                            f"{level or 'main memory'}")
     free = tp * cap - model.params * model.weight_bytes
     per_seq = model.kv_bytes_per_token * as_dim(context, "context")

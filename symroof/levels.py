@@ -16,9 +16,11 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from symroof import hardware
 from symroof.analysis import Analysis
 from symroof.errors import SymroofError
 from symroof.evaluate import evaluate, workload_values
+from symroof.hardware import HardwareSpec
 from symroof.ir import Kind
 
 __all__ = ["LevelRoof", "LevelRoofline", "working_set", "level_roofline"]
@@ -75,12 +77,10 @@ class LevelRoofline:
         return sp.Max(self.flops / self.peak, *(r.time_s for r in self.roofs))
 
 
-def level_roofline(workload: Analysis, hw: object, *, precision: str = "bf16",
+def level_roofline(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf16",
                    subs: Mapping[object, object] | None = None,
                    unit: str | None = None) -> LevelRoofline:
     """Roofs of every memory level of ``hw`` with a published bandwidth, at numbers."""
-    from symroof import hardware
-
     spec = hardware.resolve(hw)
     values = workload_values(workload, subs, precision)
     f = evaluate(workload.flops, values)
@@ -89,9 +89,9 @@ def level_roofline(workload: Analysis, hw: object, *, precision: str = "bf16",
     if (f.free_symbols | q.free_symbols | ws.free_symbols):
         raise SymroofError("level_roofline: give values for every symbol "
                            f"({', '.join(sorted(s.name for s in f.free_symbols | q.free_symbols))})")
-    peak = spec.peak(precision, unit=unit, ops_per_mac=workload.convention.flops.ops_per_mac)  # type: ignore[attr-defined]
-    levels = list(spec.levels)  # type: ignore[attr-defined]
-    main = spec.main_memory  # type: ignore[attr-defined]
+    peak = spec.peak(precision, unit=unit, ops_per_mac=workload.convention.flop_count.ops_per_mac)
+    levels = list(spec.levels)
+    main = spec.main_memory
     on_chip = [lv for lv in levels if lv.name != main]
     resident = next((lv.name for lv in sorted(on_chip, key=lambda lv: -(lv.capacity or 0))
                      if lv.capacity is not None and ws <= lv.capacity), None)

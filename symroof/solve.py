@@ -19,7 +19,11 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from symroof.analysis import Analysis
+from symroof.display import display, positive_denominator
 from symroof.errors import SymroofError
+from symroof.evaluate import roofline
+from symroof.hardware import HardwareSpec
 from symroof.ir import as_expr
 
 __all__ = ["limit", "leading_term", "crossover", "Crossover", "crossover_curve", "Curve",
@@ -82,8 +86,6 @@ def limit(expr: object, var: sp.Symbol, to: object = sp.oo) -> sp.Expr:
         return _sympy_limit(e, v, to)
     power = sp.Poly(lead, v).degree() if lead.is_polynomial(v) else -1
     if v not in lead.free_symbols:
-        from symroof.display import display
-
         return display(lead)  # the textbook's shape: (12*D/S + 2)/b
     if (to == sp.oo and power < 0) or (to == 0 and power > 0):
         return sp.Integer(0)
@@ -221,8 +223,6 @@ def crossover(lhs: object, rhs: object, var: sp.Symbol) -> list[Crossover]:
 
 def _normalised(root: sp.Expr) -> sp.Expr:
     """``root`` with a denominator whose terms are mostly positive (-a/(c - d) -> a/(d - c))."""
-    from symroof.display import positive_denominator
-
     num, den = sp.fraction(positive_denominator(sp.factor_terms(root)))
     return sp.factor_terms(num) / sp.factor_terms(sp.expand(den))
 
@@ -264,7 +264,7 @@ class Regime:
     boundary: tuple[Crossover, ...] = field(default_factory=tuple)
 
 
-def regimes(workload: object, hw: object, *, precision: str = "bf16",
+def regimes(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf16",
             subs: Mapping[object, object] | None = None, var: sp.Symbol | None = None,
             unit: str | None = None, level: str | None = None) -> list[Regime]:
     """The memory-bound and compute-bound branches of a workload's roofline.
@@ -272,9 +272,7 @@ def regimes(workload: object, hw: object, *, precision: str = "bf16",
     Each branch gives its condition (intensity below or above the ridge) and its time.
     With ``var``, each also gives where it starts or ends in that variable.
     """
-    from symroof.evaluate import roofline
-
-    r = roofline(workload, hw, precision=precision, subs=subs, unit=unit, level=level)  # type: ignore[arg-type]
+    r = roofline(workload, hw, precision=precision, subs=subs, unit=unit, level=level)
     below = positive_condition(r.ridge - r.intensity)
     above = positive_condition(r.intensity - r.ridge)
     cross = tuple(crossover(r.intensity, r.ridge, var)) if var is not None else ()

@@ -22,7 +22,7 @@ import sympy as sp
 from symroof.errors import SymroofError
 
 __all__ = [
-    "dim", "bytes_per_value", "quantity", "CANONICAL",
+    "dim", "bytes_symbol", "quantity", "CANONICAL",
     "M", "N", "K", "n", "B", "S", "L", "D", "H", "G", "d_h", "d_ff", "V", "P", "b", "T",
     "C", "t",
 ]
@@ -46,7 +46,7 @@ def dim(name: str) -> sp.Symbol:
 
 
 @cache
-def bytes_per_value(name: str = "b") -> sp.Symbol:
+def bytes_symbol(name: str = "b") -> sp.Symbol:
     """Bytes per value of a tensor kind (e.g. ``b_w`` for weights): a positive symbol."""
     _check_name(name)
     if name in _DIM_NAMES:
@@ -64,7 +64,7 @@ def quantity(name: str) -> sp.Symbol:
 
 
 M, N, K, n, B, S, L, D, H, G, d_h, d_ff, V, P, T, C, t = (dim(x) for x in _DIM_NAMES)
-b = bytes_per_value("b")
+b = bytes_symbol("b")
 
 #: name -> symbol for every canonical symbol (the safe parser's base table).
 CANONICAL: dict[str, sp.Symbol] = {s.name: s for s in (*(dim(x) for x in _DIM_NAMES), b)}

@@ -10,6 +10,7 @@ import pytest
 import sympy as sp
 
 from oracles import loopnest
+from symroof.present.records import to_text
 from symroof.analysis import analyze
 from symroof.cost import RULES, Convention, Cost, FlopCount, cost_rule, interpret, op_cost
 from symroof.errors import SymroofError
@@ -201,15 +202,15 @@ def test_traffic_kinds_filter_bytes_only():
 
 
 def test_convention_validation_and_description():
-    with pytest.raises(SymroofError, match=r"convention flops: .*got 'three'"):
-        Convention(flops="three")  # type: ignore[arg-type]
+    with pytest.raises(SymroofError, match=r"convention flop_count: .*got 'three'"):
+        Convention(flop_count="three")  # type: ignore[arg-type]
     with pytest.raises(SymroofError, match=r"convention traffic"):
         Convention(traffic=["weights"])  # type: ignore[arg-type]
     with pytest.raises(SymroofError, match=r"convention ops"):
         Convention(ops=["matmul"])  # type: ignore[arg-type]
     assert Convention(traffic="weight").traffic == frozenset({Kind.WEIGHT})
-    assert Convention().describe() == "FLOPs: two_per_mac, all ops; traffic: all tensors"
-    assert "contraction" in Convention(ops=["contraction"]).describe()
+    assert to_text(Convention()) == "FLOPs: two_per_mac, all ops; traffic: all tensors"
+    assert "contraction" in to_text(Convention(ops=["contraction"]))
     g, _ = mlp_graph()
     with pytest.raises(SymroofError, match=r"unknown option"):
         analyze(g).with_convention(flop="exact")

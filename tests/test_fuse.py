@@ -98,7 +98,7 @@ def test_elementwise_chain_matches_simulator(size, ops, seed):
 def test_partial_fusion_keeps_only_internal_tensors():
     g = chain(n, 3)
     f = fuse(g, [{"op0", "op1"}])
-    (grp,) = f.meta["fused"]
+    (grp,) = f.provenance.fused
     assert grp.internal == ("op0",)           # op1's output is read by op2, outside
     assert same(analyze(g).bytes - analyze(f).bytes, 2 * n * b)
 
@@ -109,7 +109,7 @@ def test_a_tensor_used_inside_and_outside_is_written_once_and_read_on_chip():
     a = g.elementwise(x, name="a")
     g.output(g.elementwise(a, name="inside"), g.elementwise(a, name="outside"))
     f = fuse(g, [{"a", "inside"}])
-    assert f.meta["fused"][0].internal == ()
+    assert f.provenance.fused[0].internal == ()
     assert same(analyze(g).bytes - analyze(f).bytes, n * b)     # the inside read only
 
 
@@ -120,7 +120,7 @@ def test_an_input_shared_inside_the_group_is_read_once():
     y2 = g.elementwise(x, name="g")
     g.output(g.elementwise(y1, y2, name="add"))
     f = fuse(g, [{"f", "g", "add"}])
-    (grp,) = f.meta["fused"]
+    (grp,) = f.provenance.fused
     assert set(grp.internal) == {"f", "g"}
     # drop: x's second read, and f and g each written and read once
     assert same(analyze(g).bytes - analyze(f).bytes, n * b + 2 * (2 * n * b))
@@ -146,7 +146,7 @@ def test_fusion_lowers_q_by_exactly_the_internal_tensors(graph, groups):
     fused = fuse(graph, groups)
     before, after = analyze(graph), analyze(fused)
     assert same(before.flops, after.flops)                       # FLOPs unchanged
-    kept = fused.meta["fused"]
+    kept = fused.provenance.fused
     assert len(kept) == len(groups)
     internal = [name for grp in kept for name in grp.internal]
     assert internal
@@ -156,7 +156,7 @@ def test_fusion_lowers_q_by_exactly_the_internal_tensors(graph, groups):
         assert isinstance(grp, FusedGroup)
         assert same(grp.capacity, sp.Add(*(tensor(graph, t).nbytes for t in grp.internal)))
     # the pass never changes the graph it is given
-    assert "fused" not in graph.meta
+    assert graph.provenance.fused == ()
     assert same(analyze(graph).bytes, before.bytes)
 
 
@@ -165,7 +165,7 @@ def test_unfuse_of_fuse_restores_q_for_compulsory_graphs(graph, groups):
     back = unfuse(fuse(graph, groups), groups)
     assert same(analyze(back).bytes, analyze(graph).bytes)
     assert same(analyze(back).flops, analyze(graph).flops)
-    assert back.meta.get("fused", ()) == ()
+    assert back.provenance.fused == ()
 
 
 def test_gemm_bias_epilogue():
@@ -176,7 +176,7 @@ def test_gemm_bias_epilogue():
     assert same(unf.bytes, b * (M * K + K * N + N + 3 * M * N))
     assert same(fus.bytes, b * (M * K + K * N + N + M * N))
     assert same(unf.flops, fus.flops) and same(fus.flops, 2 * M * N * K + M * N)
-    (grp,) = fus.graph.meta["fused"]
+    (grp,) = fus.graph.provenance.fused
     assert grp.ops == ("bias", "mm") and grp.internal == ("mm",)
     assert same(grp.capacity, M * N * b)
     # the epilogue composes with tiling: the tiled GEMM's re-reads stay, the 2MN go
@@ -251,7 +251,7 @@ def test_attention_unfused_vs_fused_symbolic():
     assert same(unf.bytes - fus.bytes, 4 * H * S**2 * b)
     assert same(fus.bytes, 4 * S * D * b)
     assert same(unf.flops, fus.flops) and same(fus.flops, 4 * S**2 * D)
-    (grp,) = fus.graph.meta["fused"]
+    (grp,) = fus.graph.provenance.fused
     assert set(grp.internal) == {"scores", "softmax"}
     assert same(grp.capacity, 2 * H * S**2 * b)
 
@@ -325,5 +325,5 @@ def test_conv2d_same_padding_duplicates_each_input_r_s_times():
     ex = conv2d(1, 2, 4, 5, 2, 3, padding=1, lowering="explicit", b=1)
     im = conv2d(1, 2, 4, 5, 2, 3, padding=1, lowering="implicit", b=1)
     assert ex.bytes - im.bytes == 2 * 9 * 40
-    (grp,) = im.graph.meta["fused"]
+    (grp,) = im.graph.provenance.fused
     assert grp.internal == ("im2col",) and grp.capacity == 9 * 40

@@ -30,6 +30,7 @@ import sympy as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from symroof.present.records import to_dict, to_text
 import symroof
 from symroof import hardware, models
 from symroof.cli import main
@@ -272,8 +273,8 @@ def _diff(name: str, old: str, new: str) -> str:
 def _exercise_spec(spec: hardware.HardwareSpec) -> None:
     """What a user does with a loaded spec: none of it may fail with anything else."""
     repr(spec)
-    spec.describe()
-    json.dumps(spec.to_dict())
+    to_text(spec)
+    json.dumps(to_dict(spec))
     for p in spec.precisions():
         spec.ridge(p)
     for lvl in spec.levels:
@@ -423,7 +424,7 @@ def _mutate_config(base: dict, rng: random.Random) -> bytes:
 
 
 def _exercise_model(m: models.TransformerModel) -> None:
-    m.describe()
+    to_text(m)
     m.params
     m.kv_bytes_per_token
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
+from symroof.present.records import to_dict, to_text
 from symroof import hardware
 from symroof.errors import SymroofError
 
@@ -65,8 +66,8 @@ def test_every_shipped_file_loads_and_every_figure_has_a_source(name: str) -> No
     fields += [f"interconnect.{k}" for k in spec.interconnects]
     for field in fields:
         assert len(spec.source(field)) > 20, field   # a document, not a placeholder
-    json.dumps(spec.to_dict())                        # JSON-ready
-    assert spec.display_name in spec.describe()
+    json.dumps(to_dict(spec))                        # JSON-ready
+    assert spec.display_name in to_text(spec)
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -344,7 +345,7 @@ def test_unknown_level_and_field() -> None:
 
 
 def test_to_dict_is_exact_and_has_computed_ridges() -> None:
-    d = hardware.get("h100-sxm").to_dict()
+    d = to_dict(hardware.get("h100-sxm"))
     hbm = next(level for level in d["levels"] if level["name"] == "hbm")
     assert hbm["bandwidth_bytes_per_s"] == 3_350_000_000_000 and hbm["capacity_bytes"] == 80 * 10**9
     bf16 = next(r for r in d["ridges"] if (r["unit"], r["precision"]) == ("matrix", "bf16"))

@@ -26,7 +26,7 @@ def snapshot(g: Graph) -> tuple:
                    key=repr)
     edges = sorted(((repr(u), repr(v), tuple(sorted(d.items())))
                     for u, v, d in g.nx.edges(data=True)), key=repr)
-    return nodes, edges, g.inputs, g.outputs, dict(g.meta)
+    return nodes, edges, g.inputs, g.outputs, g.provenance
 
 
 # ---------------------------------------------------------------------------
@@ -487,7 +487,7 @@ def test_copy_is_independent():
     c.set_crossings(h, writes=0, reads=0)
     extra = c.elementwise(c.outputs[0], name="extra")
     c.output(extra)
-    c.meta["note"] = "changed"
+    c.record(assumptions=("changed",))
     assert snapshot(g) == before
     assert len(g.ops) == 2 and len(c.ops) == 3
     # original, per layer: x + W + h written + h read + act written

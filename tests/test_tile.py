@@ -31,7 +31,7 @@ from symroof.analysis import analyze
 from symroof.errors import SymroofError
 from symroof.ir import Kind
 from symroof.passes import tile
-from symroof.passes.tile import (inner_loop_intensity, largest_square_tile, tile_for_ridge,
+from symroof.bounds import (inner_loop_intensity, largest_square_tile, tile_for_ridge,
                                  waves)
 from symroof.symbols import K, M, N, T, b, dim
 from symroof.workloads import gemm
@@ -80,12 +80,12 @@ def test_square_tile_matches_docstring_and_records_assumptions():
     tiled = tile(g, {M: T, N: T})
     a = analyze(tiled)
     assert same(a.bytes, 2 * K * M * N * b / T + M * N * b)
-    assumptions = tiled.meta["assumptions"]
+    assumptions = tiled.provenance.assumptions
     assert "tile T divides M exactly" in assumptions
     assert "tile T divides N exactly" in assumptions
-    assert tuple(tiled.meta["tiles"]) == ((M, T), (N, T))
+    assert tuple(tiled.provenance.tiles) == ((M, T), (N, T))
     # the pass never changes the graph it is given
-    assert "tiles" not in g.meta and "assumptions" not in g.meta
+    assert g.provenance.tiles == () and g.provenance.assumptions == ()
     assert same(analyze(g).bytes, (M * K + K * N + M * N) * b)
 
 
@@ -94,12 +94,12 @@ def test_exact_false_uses_ceil_div_and_states_no_division():
     q = analyze(tiled).bytes
     assert q.has(sp.ceiling)
     assert same(q, b * (M * K * sp.ceiling(N / T) + K * N * sp.ceiling(M / T) + M * N))
-    assert not any("divides" in x for x in tiled.meta.get("assumptions", ()))
+    assert not any("divides" in x for x in tiled.provenance.assumptions)
 
 
 def test_numeric_tiles_that_divide_need_no_assumption():
     tiled = tile(gemm(12, 20, 7, b=1).graph, {12: 4, 20: 5})
-    assert tiled.meta["assumptions"] == ()
+    assert tiled.provenance.assumptions == ()
     assert analyze(tiled).bytes == 12 * 7 * 4 + 7 * 20 * 3 + 12 * 20
 
 

@@ -92,17 +92,17 @@ def test_moe_router_is_trained():
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_every_weight_receives_a_gradient_and_an_optimizer_step(name):
     m = MODELS[name]()
-    fwd = forward_graph(m, batch=2, q_len=8)
+    fwd = forward_graph(m, batch=2, seq=8)
     weights = {t.name for t in fwd.inputs if t.kind == Kind.WEIGHT}
     g = training_graph(m, 2, 8)
-    assert set(g.meta["grads"]) == weights
+    assert set(g.provenance.training.gradients) == weights
     state = sum(g.count(t) * t.numel for t in g.inputs if t.kind == Kind.OPTIMIZER_STATE)
     assert same(state, m.params)
 
 
 def test_backward_does_not_change_its_input():
     m = transformer(layers=L, d_model=D, heads=H)
-    fwd = forward_graph(m, batch=B, q_len=S)
+    fwd = forward_graph(m, batch=B, seq=S)
     before = (len(fwd.nx.nodes), len(fwd.nx.edges), len(fwd.outputs))
     backward(fwd)
     assert (len(fwd.nx.nodes), len(fwd.nx.edges), len(fwd.outputs)) == before

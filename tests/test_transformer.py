@@ -17,7 +17,7 @@ import symroof as sr
 from symroof.errors import SymroofError
 from symroof.ir import Kind
 from symroof.models import get, transformer
-from symroof.symbols import B, D, G, H, L, S, V, b, bytes_per_value, d_ff, d_h, dim
+from symroof.symbols import B, D, G, H, L, S, V, b, bytes_symbol, d_ff, d_h, dim
 from symroof.workloads.transformer import decode, prefill
 
 P_SEED = 12 * L * D**2
@@ -141,7 +141,7 @@ def test_decode_full_traffic_adds_activations(seed_model, seed_decode):
 
 
 def test_decode_kv_write_adds_new_entries():
-    b_kv = bytes_per_value("b_kv")
+    b_kv = bytes_symbol("b_kv")
     m = transformer(layers=L, d_model=D, heads=H, kv_heads=G, head_dim=d_h).replace(kv_bytes=b_kv)
     base = decode(m, B, S)
     written = decode(m, B, S, kv_write=True)

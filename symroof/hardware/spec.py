@@ -37,7 +37,6 @@ _RATE = {"pflops": _TEN**15, "tflops": _TEN**12, "gflops": _TEN**9, "mflops": _T
 _BYTES = {"b": sp.Integer(1), "kb": _TEN**3, "mb": _TEN**6, "gb": _TEN**9, "tb": _TEN**12,
           "kib": _TWO**10, "mib": _TWO**20, "gib": _TWO**30, "tib": _TWO**40}
 _DECIMAL = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
-_OPS = {p: "OP/s" if p.startswith("int") else "FLOP/s" for p in PRECISIONS}
 _TOP_KEYS = ("name", "display_name", "ops_per_mac", "main_memory", "notes",
              "peak", "memory", "interconnect")
 
@@ -141,47 +140,6 @@ class HardwareSpec:
             if field.endswith(suffix) and field[:len(field) - len(suffix)] in table:
                 return table[field[:len(field) - len(suffix)]]
         raise SymroofError(f"{self.name}: no figure {field!r}{suggest(str(field), table)}")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form: exact numbers as ints or 'p/q' strings, floats beside ridges."""
-        mm = self.main_memory
-        return {
-            "name": self.name, "display_name": self.display_name,
-            "ops_per_mac": self.ops_per_mac, "main_memory": mm, "notes": self.notes,
-            "peaks": [{"unit": p.unit, "precision": p.precision, "source": p.source,
-                       **_num("ops_per_s", p.rate)} for p in self.peaks],
-            "levels": [{"name": m.name, "source": m.source,
-                        **_num("bandwidth_bytes_per_s", m.bandwidth),
-                        **_num("capacity_bytes", m.capacity)} for m in self.levels],
-            "interconnects": [{"name": k, "source": v.source,
-                               **_num("bandwidth_bytes_per_s", v.bandwidth)}
-                              for k, v in self.interconnects.items()],
-            "ridges": [{"unit": p.unit, "precision": p.precision, "level": mm,
-                        **_num("ops_per_byte", self.ridge(p.precision, p.unit), always_float=True)}
-                       for p in self.peaks],
-        }
-
-    def describe(self) -> str:
-        """A few lines of text for ``symroof hardware show``."""
-        mac = "2 operations" if self.ops_per_mac == 2 else "1 operation"
-        lines = [f"{self.name}: {self.display_name}",
-                 f"  peaks count a MAC as {mac}; main memory: {self.main_memory}"]
-        for unit in UNITS:
-            rates = [f"{p.precision} {_si(p.rate, _OPS[p.precision], 12)}"
-                     for p in self.peaks if p.unit == unit]
-            if rates:
-                lines.append(f"  {unit} peak: " + ", ".join(rates))
-        for m in self.levels:
-            parts = [_si(m.bandwidth, "B/s") if m.bandwidth is not None else "",
-                     _si(m.capacity, "B") if m.capacity is not None else ""]
-            lines.append(f"  memory {m.name}: " + ", ".join(x for x in parts if x))
-        lines += [f"  interconnect {k}: {_si(v.bandwidth, 'B/s')}"
-                  for k, v in self.interconnects.items()]
-        lines.append(f"  ridge vs {self.main_memory} (ops/byte): " + ", ".join(
-            f"{p} {float(self.ridge(p)):.4g}" for p in self.precisions()))
-        if self.notes:
-            lines.append(f"  note: {self.notes}")
-        return "\n".join(lines)
 
     def _unit(self, unit: str) -> str:
         if unit not in UNITS:
@@ -357,22 +315,3 @@ def _known(table: Mapping[str, Any], keys: tuple[str, ...], origin: str, where: 
         if key not in keys:
             raise SymroofError(f"{origin}: {where}: unknown key {key!r}; expected one of "
                                f"{', '.join(keys)}{suggest(key, keys)}")
-
-
-def _num(key: str, value: sp.Rational | None, *, always_float: bool = False) -> dict[str, Any]:
-    if value is None:
-        return {key: None}
-    exact: int | str = int(value) if value.q == 1 else f"{value.p}/{value.q}"
-    return {key: exact, **({f"{key}_float": float(value)} if always_float or value.q != 1 else {})}
-
-
-def _si(value: sp.Rational, unit: str, top: int = 15) -> str:
-    """``value`` with a binary prefix if it is an exact Ki/Mi/Gi/Ti multiple, else decimal."""
-    for k, prefix in ((4, "Ti"), (3, "Gi"), (2, "Mi"), (1, "Ki")):
-        scaled = value / _TWO**(10 * k)
-        if scaled >= 1 and scaled.q == 1 and (value / _TEN**(3 * k)).q != 1:
-            return f"{scaled} {prefix}{unit}"
-    for power, prefix in ((15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, "")):
-        if power <= top and (value >= _TEN**power or power == 0):
-            return f"{float(value / _TEN**power):.6g} {prefix}{unit}"
-    raise AssertionError("unreachable: power 0 always matches")

@@ -12,6 +12,7 @@ from functools import cache
 from symroof.errors import SymroofError, suggest
 from symroof.models.config import TransformerModel, transformer
 from symroof.models.hf import from_hf_config, from_hf_dict
+from symroof.models.presets import PRESETS
 
 __all__ = ["TransformerModel", "transformer", "get", "names", "from_hf_config", "from_hf_dict",
            "resolve"]
@@ -19,16 +20,12 @@ __all__ = ["TransformerModel", "transformer", "get", "names", "from_hf_config", 
 
 def names() -> tuple[str, ...]:
     """Preset names, sorted."""
-    from symroof.models.presets import PRESETS
-
     return tuple(sorted(PRESETS))
 
 
 @cache
 def get(name: str) -> TransformerModel:
     """A preset model by name (unknown names suggest the closest ones)."""
-    from symroof.models.presets import PRESETS
-
     if not isinstance(name, str) or name not in PRESETS:
         raise SymroofError(f"unknown model {name!r}{suggest(str(name), PRESETS)}; "
                            f"known: {', '.join(sorted(PRESETS))}")

@@ -17,16 +17,13 @@ from functools import cached_property
 import sympy as sp
 
 from symroof.errors import SymroofError
-from symroof.ir import Kind, as_dim, as_expr
+from symroof.ir import as_dim, as_expr
+from symroof.options import Activation, MlpKind, Norm, Positions, option
 from symroof.precision import bytes_per_value
 from symroof.symbols import b as _b
+from symroof.workloads.layers import kv_cache_tensors, weight_tensors
 
-__all__ = ["TransformerModel", "transformer", "MLP_KINDS", "NORMS", "ACTIVATIONS", "POSITIONS"]
-
-MLP_KINDS = ("plain", "gated")              # 2 matrices (GELU MLP) or 3 (SwiGLU)
-NORMS = (None, "layernorm", "rmsnorm")      # None: norms not modelled (the seeds' 12LD^2)
-ACTIVATIONS = ("gelu", "silu", "relu")
-POSITIONS = (None, "learned", "rotary")     # learned: a table of max_positions x D weights
+__all__ = ["TransformerModel", "transformer"]
 
 
 @dataclass(frozen=True)
@@ -45,14 +42,14 @@ class TransformerModel:
     head_dim: sp.Expr
     d_ff: sp.Expr
     vocab: sp.Expr | None = None
-    mlp: str = "plain"
-    activation: str = "gelu"
-    norm: str | None = None
+    mlp: MlpKind = MlpKind.PLAIN
+    activation: Activation = Activation.GELU
+    norm: Norm | None = None
     tied_embeddings: bool = False
     qkv_bias: bool = False        # Q, K, V projections have biases (GPT-2, Qwen2)
     o_bias: bool = False          # the attention output projection has a bias (GPT-2)
     mlp_bias: bool = False        # the MLP matrices have biases (GPT-2)
-    positions: str | None = None
+    positions: Positions | None = None
     max_positions: sp.Expr | None = None
     experts: sp.Expr = sp.Integer(1)            # MLP experts per layer (MoE)
     experts_per_token: sp.Expr = sp.Integer(1)  # experts each token is routed to
@@ -73,11 +70,15 @@ class TransformerModel:
             if v.is_positive is False or (v.is_number and not v.is_positive):
                 raise SymroofError(f"{where} {f}: expected positive bytes per value, got {v}")
             object.__setattr__(self, f, v)
-        for f, allowed in (("mlp", MLP_KINDS), ("norm", NORMS), ("activation", ACTIVATIONS),
-                           ("positions", POSITIONS)):
-            if getattr(self, f) not in allowed:
-                raise SymroofError(f"{where} {f}: expected one of "
-                                   f"{', '.join(map(str, allowed))}, got {getattr(self, f)!r}")
+        for f, enum, optional in (("mlp", MlpKind, False), ("activation", Activation, False),
+                                  ("norm", Norm, True), ("positions", Positions, True)):
+            value = getattr(self, f)
+            if not (optional and value is None):
+                object.__setattr__(self, f, option(enum, value, f"{where} {f}"))
+        for f in ("tied_embeddings", "qkv_bias", "o_bias", "mlp_bias"):
+            if not isinstance(getattr(self, f), bool):
+                raise SymroofError(f"{where} {f}: expected true or false, got "
+                                   f"{getattr(self, f)!r}")
         _divides(self.kv_heads, self.heads, f"{where}: kv_heads {self.kv_heads} must divide "
                  f"heads {self.heads}")
         _divides(self.experts_per_token, self.experts, f"{where}: experts_per_token "
@@ -103,18 +104,12 @@ class TransformerModel:
     def kv_bytes_per_token(self) -> sp.Expr:
         """KV-cache bytes per token of context, summed over the kv_cache tensors of a decode
         graph with one sequence and one position: 2 (K and V) * layers * kv_dim * kv_bytes."""
-        from symroof.workloads.transformer import forward_graph
-
-        g = forward_graph(self, batch=1, q_len=1, kv_len=1, decode=True, logits="none")
-        return sp.expand(sum((g.count(t) * t.nbytes for t in g.inputs
-                              if t.kind == Kind.KV_CACHE), sp.Integer(0)))
+        return sp.expand(sp.Add(*(count * t.nbytes for t, count in kv_cache_tensors(self))))
 
     @cached_property
     def params(self) -> sp.Expr:
         """Parameter count, summed over the weight tensors of the model's graph."""
-        from symroof.workloads.transformer import weight_tensors
-
-        return sp.expand(sum((count * t.numel for t, count in weight_tensors(self)), sp.Integer(0)))
+        return sp.expand(sp.Add(*(count * t.numel for t, count in weight_tensors(self))))
 
     @property
     def weight_bytes_total(self) -> sp.Expr:
@@ -151,13 +146,6 @@ class TransformerModel:
             raise SymroofError(f"model {self.name!r}: unknown field(s) {', '.join(sorted(unknown))}")
         return replace(self, **changes)  # type: ignore[arg-type]
 
-    def describe(self) -> str:
-        """One line: the shape that matters."""
-        attn = "MHA" if self.kv_heads == self.heads else "MQA" if self.kv_heads == 1 else "GQA"
-        return (f"{self.name}: L={self.layers} D={self.d_model} heads={self.heads} "
-                f"kv_heads={self.kv_heads} ({attn}) head_dim={self.head_dim} d_ff={self.d_ff} "
-                f"mlp={self.mlp} vocab={self.vocab}")
-
 
 def _divides(small: sp.Expr, big: sp.Expr, message: str, le: bool = False) -> None:
     if small.is_number and big.is_number:
@@ -168,9 +156,10 @@ def _divides(small: sp.Expr, big: sp.Expr, message: str, le: bool = False) -> No
 
 def transformer(*, layers: object, d_model: object, heads: object, kv_heads: object | None = None,
                 head_dim: object | None = None, d_ff: object | None = None,
-                vocab: object | None = None, mlp: str = "plain", activation: str | None = None,
-                norm: str | None = None, tied_embeddings: bool = False, biases: bool = False,
-                qkv_bias: bool = False, positions: str | None = None,
+                vocab: object | None = None, mlp: MlpKind | str = MlpKind.PLAIN,
+                activation: Activation | str | None = None, norm: Norm | str | None = None,
+                tied_embeddings: bool = False, biases: bool = False,
+                qkv_bias: bool = False, positions: Positions | str | None = None,
                 max_positions: object | None = None, experts: object = 1,
                 experts_per_token: object = 1, bytes_per_value: object = _b,
                 name: str = "transformer") -> TransformerModel:
@@ -186,7 +175,8 @@ def transformer(*, layers: object, d_model: object, heads: object, kv_heads: obj
         name=name, layers=layers, d_model=d, heads=h,  # type: ignore[arg-type]
         kv_heads=h if kv_heads is None else kv_heads, head_dim=hd,  # type: ignore[arg-type]
         d_ff=4 * d if d_ff is None else d_ff, vocab=vocab, mlp=mlp,  # type: ignore[arg-type]
-        activation=activation or ("silu" if mlp == "gated" else "gelu"), norm=norm,
+        activation=activation or ("silu" if mlp == "gated" else "gelu"),  # type: ignore[arg-type]
+        norm=norm,  # type: ignore[arg-type]
         tied_embeddings=tied_embeddings, qkv_bias=biases or qkv_bias, o_bias=biases,
         mlp_bias=biases, positions=positions,
         max_positions=max_positions, experts=experts, experts_per_token=experts_per_token,  # type: ignore[arg-type]

@@ -1,9 +1,15 @@
-"""Graph -> Graph passes (each returns a new graph): backward (training), fuse, tile."""
+"""Graph -> Graph passes, one per file, run in the order of :mod:`symroof.passes.pipeline`:
+fuse, tile, backward (training), optimizer step."""
 
 from __future__ import annotations
 
-from symroof.passes.backward import Backward, backward
-from symroof.passes.fuse import Fuse, FusedGroup, fuse, unfuse
+from symroof.ir import FusedGroup
+from symroof.passes.backward import GRADIENT_RULES, Backward, backward, gradient_rule
+from symroof.passes.fuse import Fuse, fuse, unfuse
+from symroof.passes.optimizer import ADAM, Optimizer, OptimizerStep
+from symroof.passes.pipeline import ORDER, Pass, Pipeline
 from symroof.passes.tile import Tile, tile
 
-__all__ = ["Backward", "backward", "Fuse", "FusedGroup", "fuse", "unfuse", "Tile", "tile"]
+__all__ = ["Backward", "backward", "GRADIENT_RULES", "gradient_rule", "Fuse", "FusedGroup",
+           "fuse", "unfuse", "Tile", "tile", "Optimizer", "OptimizerStep", "ADAM", "Pass",
+           "Pipeline", "ORDER"]

@@ -19,15 +19,17 @@ saving their outputs: FLOPs spent to save bytes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import sympy as sp
 
 from symroof.errors import SymroofError
-from symroof.ir import (Elementwise, Gather, Gemm, Graph, Kind, Move, Op, Reduce, Tensor, View,
-                        _same, prod)
+from symroof.ir import (Elementwise, Gather, Gemm, Graph, Kind, Move, Op, Reduce, Role, Tensor,
+                        Training, View, prod, same_dim)
+from symroof.rules import RuleTable
 
-__all__ = ["Backward", "backward"]
+__all__ = ["Backward", "backward", "GRADIENT_RULES", "gradient_rule"]
 
 _ZERO = sp.Integer(0)
 
@@ -48,13 +50,17 @@ class Backward:
     def apply(self, graph: Graph) -> Graph:
         """A new graph; ``graph`` is not changed."""
         graph.validate()
+        if not graph.outputs:
+            raise SymroofError(f"{self.name}: graph {graph.name!r} has no outputs, so no "
+                               "gradient flows (mark its results with graph.output(...))")
+        if graph.provenance.training is not None:
+            raise SymroofError(f"{self.name}: graph {graph.name!r} already has a backward pass")
         fwd_ops = graph.ops
         g = graph.copy(f"{graph.name}-train")
-        g.meta["forward_ops"] = tuple(op.name for op in fwd_ops)
         run = _Run(g, self)
         for out in graph.outputs:
             seed = g.input(f"d:{out.name}", out.shape, bytes_per_value=out.bytes_per_value,
-                           count=graph.count(out), block=graph.block(out))
+                           count=graph.count(out), block=graph.block(out), role=Role.GRADIENT)
             run.contrib.setdefault(out, []).append(seed)
         for op in reversed(fwd_ops):
             run.op(op)
@@ -64,7 +70,7 @@ class Backward:
                 d = run.grad(t, graph.count(t), graph.block(t))
                 g.output(d)
                 grads[t.name] = d.name
-        g.meta["grads"] = grads
+        g.record(training=Training(frozenset(op.name for op in fwd_ops), grads, self.recompute))
         return g
 
 
@@ -95,8 +101,9 @@ class _Run:
         return op
 
     def tensor(self, name: str, shape: tuple[sp.Expr, ...], like: Tensor) -> Tensor:
+        """The gradient of a tensor like ``like`` (a weight's gradient is its own kind)."""
         kind = Kind.GRADIENT if like.kind == Kind.WEIGHT else Kind.ACTIVATION
-        return Tensor(name, shape, kind, like.bytes_per_value)
+        return Tensor(name, shape, kind, like.bytes_per_value, Role.GRADIENT)
 
     def grad(self, t: Tensor, count: sp.Expr, block: str) -> Tensor:
         """The gradient of ``t``: its contributions summed (one add op when several)."""
@@ -134,10 +141,12 @@ class _Run:
             assert op is not None
             if isinstance(op, View):
                 x = self.saved(op.x)
-                self.recomputed[t] = self.reshape(x, t.shape, f"re:{t.name}", op)
+                self.recomputed[t] = self.reshape(x, t.shape, f"re:{t.name}", op,
+                                                  Role.RECOMPUTED)
             else:
                 ins = {x.name: self.saved(x) for x in op.inputs}
-                outs = tuple(replace(o, name=f"re:{o.name}") for o in op.outputs)
+                outs = tuple(replace(o, name=f"re:{o.name}", role=Role.RECOMPUTED)
+                             for o in op.outputs)
                 clone = _with_operands(op, f"recompute:{op.name}", ins, outs)
                 self.add(clone, op)
                 for o, r in zip(op.outputs, outs):
@@ -157,99 +166,114 @@ class _Run:
         if not outs:
             return  # nothing downstream needs this op's outputs
         count, block = self.g.count(op), self.g.block(op)
-        dout = self.grad(op.outputs[0], count, block)
-        rule = {Gemm: self.gemm, Elementwise: self.elementwise, View: self.view,
-                Gather: self.gather, Move: self.move, Reduce: self.move}.get(type(op))
-        if rule is None:
-            raise SymroofError(f"backward: no gradient rule for {type(op).__name__} {op.name!r}")
-        rule(op, dout)
+        rule = GRADIENT_RULES.rule(op, self.opts.name)
+        rule(self, op, self.grad(op.outputs[0], count, block))
 
-    def gemm(self, op: Gemm, dc: Tensor) -> None:
-        a_fwd, w_fwd = op.a, op.b
-        a, w = self.saved(op.a), self.saved(op.b)
-        batch_a, batch_w = a.shape[:-2], w.shape[:-2]
-        if batch_w and not batch_a:
-            raise SymroofError(f"backward: gemm {op.name!r} broadcasts its first operand over "
-                               "a batch; not supported")
-        if batch_a and not batch_w:
-            if op.transpose_a:
-                raise SymroofError(f"backward: gemm {op.name!r} has a transposed batched "
-                                   "operand with a shared weight; not supported")
-            # a weight shared across the batch: fold the batch into M (a reshape, not a sum)
-            rows = prod(a.shape[:-1])
-            a2 = self.reshape(a, (rows, a.shape[-1]), f"flat:{a.name}:{op.name}", op)
-            dc2 = self.reshape(dc, (rows, dc.shape[-1]), f"flat:{dc.name}", op)
-        else:
-            a2, dc2 = a, dc
-        f = op.work_fraction
-        # dA = dC @ B^T  (or B @ dC^T when A is stored transposed)
-        da = self.tensor(f"d:{a_fwd.name}:{op.name}", a.shape, a_fwd)
-        if op.transpose_a:
-            self.add(Gemm(f"dA:{op.name}", w, dc, da, op.transpose_b, True, f), op)
-        else:
-            self.add(Gemm(f"dA:{op.name}", dc, w, da, False, not op.transpose_b, f), op)
-        # dB = A^T @ dC  (or dC^T @ A when B is stored transposed)
-        db = self.tensor(f"d:{w_fwd.name}:{op.name}", w.shape, w_fwd)
-        if op.transpose_b:
-            self.add(Gemm(f"dB:{op.name}", dc2, a2, db, True, op.transpose_a, f), op)
-        else:
-            self.add(Gemm(f"dB:{op.name}", a2, dc2, db, not op.transpose_a, False, f), op)
-        for fwd, d in ((a_fwd, da), (w_fwd, db)):
-            self.keep_on_chip(fwd, [d])
-            self.give(fwd, d)
-
-    def reshape(self, x: Tensor, shape: tuple[sp.Expr, ...], name: str, like: Op) -> Tensor:
-        out = Tensor(name, shape, x.kind, x.bytes_per_value)
+    def reshape(self, x: Tensor, shape: tuple[sp.Expr, ...], name: str, like: Op,
+                role: Role | None = None) -> Tensor:
+        """``x`` viewed with ``shape`` (no traffic), at the count of ``like``."""
+        out = Tensor(name, shape, x.kind, x.bytes_per_value, x.role if role is None else role)
         self.add(View(name, x, out), like)
         return out
 
-    def elementwise(self, op: Elementwise, dy: Tensor) -> None:
-        fpe = op.flops_per_element * self.opts.grad_flops_factor
-        for i, x in enumerate(op.xs):
-            name = f"d:{x.name}:{op.name}" + (f":{i}" if op.xs.count(x) > 1 else "")
-            ins = (dy,) if op.linear else (dy, self.saved(x))
-            if len(x.shape) == len(op.out.shape) and all(
-                    _same(p, q) for p, q in zip(x.shape, op.out.shape)):
-                dx = self.tensor(name, x.shape, x)
-                self.add(Elementwise(f"bwd:{op.name}:{i}", ins, dx, fpe), op)
-            else:  # a broadcast input (bias, norm gain): its gradient sums over the rest
-                full = self.tensor(f"{name}:full", op.out.shape, x)
-                self.add(Elementwise(f"bwd:{op.name}:{i}", ins, full, fpe), op)
-                self.g.set_crossings(full, writes=0, reads=0)
-                rows = self.reshape(full, (prod(op.out.shape) / prod(x.shape), *x.shape),
-                                 f"{name}:rows", op)
-                self.g.set_crossings(rows, reads=0)
-                dx = self.tensor(name, x.shape, x)
-                self.add(Reduce(f"bwd_sum:{op.name}:{i}", rows, dx, 0, 1), op)
-            self.keep_on_chip(op.out, [dx])
-            self.give(x, dx)
 
-    def view(self, op: View, dy: Tensor) -> None:
-        dx = Tensor(f"d:{op.x.name}", op.x.shape, dy.kind, dy.bytes_per_value)
-        self.add(View(f"bwd:{op.name}", dy, dx), op)
-        self.give(op.x, dx)
+# ---------------------------------------------------------------------------
+# gradient rules, one per op type
 
-    def gather(self, op: Gather, dy: Tensor) -> None:
-        # scatter-add into a dense gradient of the whole table
-        dt = self.tensor(f"d:{op.table.name}:{op.name}", op.table.shape, op.table)
-        self.add(Move(f"bwd:{op.name}", (dy,), dt), op)
-        self.give(op.table, dt)
+GradientRule = Callable[["_Run", Op, Tensor], None]
+GRADIENT_RULES: RuleTable[GradientRule] = RuleTable("gradient", "symroof.passes.backward.gradient_rule")
+gradient_rule = GRADIENT_RULES.register
 
-    def move(self, op: Op, dy: Tensor) -> None:
-        for i, x in enumerate(op.inputs):
-            dx = self.tensor(f"d:{x.name}:{op.name}", x.shape, x)
-            self.add(Move(f"bwd:{op.name}:{i}", (dy,), dx), op)
-            self.give(x, dx)
+
+@gradient_rule(Gemm)
+def _gemm(run: _Run, op: Gemm, dc: Tensor) -> None:
+    """dA = dC B^T and dB = A^T dC: two GEMMs of the forward's size (it needs A and B)."""
+    a_fwd, w_fwd = op.a, op.b
+    a, w = run.saved(op.a), run.saved(op.b)
+    batch_a, batch_w = a.shape[:-2], w.shape[:-2]
+    if batch_w and not batch_a:
+        raise SymroofError(f"backward: gemm {op.name!r} broadcasts its first operand over "
+                           "a batch; not supported")
+    if batch_a and not batch_w:
+        if op.transpose_a:
+            raise SymroofError(f"backward: gemm {op.name!r} has a transposed batched "
+                               "operand with a shared weight; not supported")
+        # a weight shared across the batch: fold the batch into M (a reshape, not a sum)
+        rows = prod(a.shape[:-1])
+        a2 = run.reshape(a, (rows, a.shape[-1]), f"flat:{a.name}:{op.name}", op)
+        dc2 = run.reshape(dc, (rows, dc.shape[-1]), f"flat:{dc.name}", op)
+    else:
+        a2, dc2 = a, dc
+    f = op.work_fraction
+    # dA = dC @ B^T  (or B @ dC^T when A is stored transposed)
+    da = run.tensor(f"d:{a_fwd.name}:{op.name}", a.shape, a_fwd)
+    if op.transpose_a:
+        run.add(Gemm(f"dA:{op.name}", w, dc, da, op.transpose_b, True, f), op)
+    else:
+        run.add(Gemm(f"dA:{op.name}", dc, w, da, False, not op.transpose_b, f), op)
+    # dB = A^T @ dC  (or dC^T @ A when B is stored transposed)
+    db = run.tensor(f"d:{w_fwd.name}:{op.name}", w.shape, w_fwd)
+    if op.transpose_b:
+        run.add(Gemm(f"dB:{op.name}", dc2, a2, db, True, op.transpose_a, f), op)
+    else:
+        run.add(Gemm(f"dB:{op.name}", a2, dc2, db, not op.transpose_a, False, f), op)
+    for fwd, d in ((a_fwd, da), (w_fwd, db)):
+        run.keep_on_chip(fwd, [d])
+        run.give(fwd, d)
+
+@gradient_rule(Elementwise)
+def _elementwise(run: _Run, op: Elementwise, dy: Tensor) -> None:
+    """One elementwise op per input (reading the saved input unless the op is linear)."""
+    fpe = op.flops_per_element * run.opts.grad_flops_factor
+    for i, x in enumerate(op.xs):
+        name = f"d:{x.name}:{op.name}" + (f":{i}" if op.xs.count(x) > 1 else "")
+        ins = (dy,) if op.linear else (dy, run.saved(x))
+        if len(x.shape) == len(op.out.shape) and all(
+                same_dim(p, q) for p, q in zip(x.shape, op.out.shape)):
+            dx = run.tensor(name, x.shape, x)
+            run.add(Elementwise(f"bwd:{op.name}:{i}", ins, dx, fpe), op)
+        else:  # a broadcast input (bias, norm gain): its gradient sums over the rest
+            full = run.tensor(f"{name}:full", op.out.shape, x)
+            run.add(Elementwise(f"bwd:{op.name}:{i}", ins, full, fpe), op)
+            run.g.set_crossings(full, writes=0, reads=0)
+            rows = run.reshape(full, (prod(op.out.shape) / prod(x.shape), *x.shape),
+                             f"{name}:rows", op)
+            run.g.set_crossings(rows, reads=0)
+            dx = run.tensor(name, x.shape, x)
+            run.add(Reduce(f"bwd_sum:{op.name}:{i}", rows, dx, 0, 1), op)
+        run.keep_on_chip(op.out, [dx])
+        run.give(x, dx)
+
+@gradient_rule(View)
+def _view(run: _Run, op: View, dy: Tensor) -> None:
+    """The gradient viewed back to the input's shape."""
+    dx = Tensor(f"d:{op.x.name}", op.x.shape, dy.kind, dy.bytes_per_value, Role.GRADIENT)
+    run.add(View(f"bwd:{op.name}", dy, dx), op)
+    run.give(op.x, dx)
+
+@gradient_rule(Gather)
+def _gather(run: _Run, op: Gather, dy: Tensor) -> None:
+    """A scatter-add into a dense gradient of the whole table."""
+    dt = run.tensor(f"d:{op.table.name}:{op.name}", op.table.shape, op.table)
+    run.add(Move(f"bwd:{op.name}", (dy,), dt), op)
+    run.give(op.table, dt)
+
+@gradient_rule(Move)
+@gradient_rule(Reduce)
+def _move(run: _Run, op: Op, dy: Tensor) -> None:
+    """Each input's gradient is the output's gradient moved back (a copy, no FLOPs)."""
+    for i, x in enumerate(op.inputs):
+        dx = run.tensor(f"d:{x.name}:{op.name}", x.shape, x)
+        run.add(Move(f"bwd:{op.name}:{i}", (dy,), dx), op)
+        run.give(x, dx)
 
 
 def _with_operands(op: Op, name: str, ins: dict[str, Tensor], outs: tuple[Tensor, ...]) -> Op:
-    """A copy of ``op`` named ``name`` reading ``ins`` (by forward name), writing ``outs``."""
-    if isinstance(op, Gemm):
-        return replace(op, name=name, a=ins[op.a.name], b=ins[op.b.name], out=outs[0])
-    if isinstance(op, (Elementwise, Move)):
-        return replace(op, name=name, xs=tuple(ins[x.name] for x in op.xs), out=outs[0])
-    if isinstance(op, Reduce):
-        return replace(op, name=name, x=ins[op.x.name], out=outs[0])
-    if isinstance(op, Gather):
-        return replace(op, name=name, table=ins[op.table.name], out=outs[0])
-    raise SymroofError(f"backward: cannot recompute {type(op).__name__} {op.name!r}")
+    """A copy of ``op`` named ``name`` reading ``ins`` (by forward name), writing ``outs``:
+    every operand field is swapped, whatever the op type."""
+    changes: dict[str, object] = {}
+    for f in op.operands:
+        value = getattr(op, f)
+        changes[f] = (tuple(ins[x.name] for x in value) if isinstance(value, tuple)
+                      else ins[value.name])
+    return replace(op, name=name, out=outs[0], **changes)  # type: ignore[arg-type]

@@ -25,26 +25,9 @@ from dataclasses import dataclass
 import sympy as sp
 
 from symroof.errors import SymroofError
-from symroof.ir import Graph, Op, Tensor
+from symroof.ir import FusedGroup, Graph, Node, Op, Tensor
 
-__all__ = ["Fuse", "FusedGroup", "fuse", "unfuse"]
-
-
-@dataclass(frozen=True)
-class FusedGroup:
-    """One fused kernel: its ops, the tensors it keeps on chip, and what that needs.
-
-    ``capacity`` is the on-chip bytes the group's internal tensors need if held whole
-    (the condition ``capacity <= C`` for on-chip memory C); a streaming kernel that
-    tiles them (FlashAttention) needs only a tile of them, stated by ``tile_capacity``.
-    """
-
-    name: str
-    ops: tuple[str, ...]
-    internal: tuple[str, ...]
-    capacity: sp.Expr
-    tile_capacity: sp.Expr | None = None
-    restore: tuple[tuple[object, object, sp.Expr], ...] = ()  # (src, dst, crossings before)
+__all__ = ["Fuse", "FusedGroup", "fuse", "unfuse"]  # FusedGroup: re-exported from symroof.ir
 
 
 @dataclass(frozen=True)
@@ -58,12 +41,12 @@ class Fuse:
     def apply(self, graph: Graph) -> Graph:
         """A new graph; ``graph`` is not changed."""
         g = graph.copy()
-        fused = list(g.meta.get("fused", ()))  # type: ignore[arg-type]
+        fused = list(g.provenance.fused)
         for i, group in enumerate(self.groups):
             ops = [_op(g, name, self.name) for name in sorted(group)]
             tile = self.tile_capacity[i] if i < len(self.tile_capacity) else None
             fused.append(_fuse_group(g, ops, tile))
-        g.meta["fused"] = tuple(fused)
+        g.record(fused=tuple(fused))
         return g
 
 
@@ -79,9 +62,9 @@ def _fuse_group(g: Graph, ops: list[Op], tile: sp.Expr | None) -> FusedGroup:
     outputs = set(g.outputs)
     internal: list[Tensor] = []
     seen_inputs: set[Tensor] = set()
-    restore: list[tuple[object, object, sp.Expr]] = []
+    restore: list[tuple[Node, Node, sp.Expr]] = []
 
-    def on_chip(src: Tensor | Op, dst: Tensor | Op) -> None:
+    def on_chip(src: Node, dst: Node) -> None:
         restore.append((src, dst, g.crossings(src, dst)))
         g.set_edge_crossings(src, dst, 0)
 
@@ -120,12 +103,12 @@ def unfuse(graph: Graph, groups: Iterable[Iterable[str]]) -> Graph:
     for name in names:
         _op(g, name, "unfuse")
     kept = []
-    for f in g.meta.get("fused", ()):  # type: ignore[attr-defined]
+    for f in g.provenance.fused:
         if not set(f.ops) & names:
             kept.append(f)
             continue
         for src, dst, value in reversed(f.restore):
-            g.set_edge_crossings(src, dst, value)  # type: ignore[arg-type]
-    g.meta["fused"] = tuple(kept)
+            g.set_edge_crossings(src, dst, value)
+    g.record(fused=tuple(kept))
     return g
 

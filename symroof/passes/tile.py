@@ -23,10 +23,9 @@ from dataclasses import dataclass
 import sympy as sp
 
 from symroof.errors import SymroofError
-from symroof.ir import Gemm, Graph, as_dim
+from symroof.ir import Gemm, Graph, OpGroup, as_dim
 
-__all__ = ["Tile", "tile", "gemm_loops", "inner_loop_intensity", "tile_for_ridge",
-           "largest_square_tile", "waves"]
+__all__ = ["Tile", "tile", "gemm_loops"]
 
 
 def gemm_loops(op: Gemm) -> dict[str, sp.Expr]:
@@ -51,11 +50,11 @@ class Tile:
         """A new graph; ``graph`` is not changed."""
         g = graph.copy()
         sizes = dict(self.tiles)
-        assumptions = list(g.meta.get("assumptions", ()))  # type: ignore[arg-type]
+        assumptions = list(g.provenance.assumptions)
         for op in g.ops:
-            if not isinstance(op, Gemm):
+            if op.group is not OpGroup.CONTRACTION:
                 continue
-            loops = gemm_loops(op)
+            loops = gemm_loops(op)  # type: ignore[arg-type]
             factor = {"a": sp.Integer(1), "b": sp.Integer(1)}
             for loop, extent in loops.items():
                 t = _match(sizes, extent)
@@ -76,8 +75,7 @@ class Tile:
                 t_ = getattr(op, operand)
                 if f != 1:
                     g.set_edge_crossings(t_, op, g.crossings(t_, op) * f)
-        g.meta["assumptions"] = tuple(assumptions)
-        g.meta["tiles"] = tuple(self.tiles)
+        g.record(assumptions=tuple(assumptions), tiles=g.provenance.tiles + self.tiles)
         return g
 
 
@@ -96,53 +94,3 @@ def tile(graph: Graph, tiles: Mapping[object, object], *, exact: bool = True) ->
         d = as_dim(dim, "tile dimension")
         pairs.append((d, as_dim(t, f"tile size for {d}")))
     return Tile(tuple(pairs), exact).apply(graph)
-
-
-def inner_loop_intensity(tile_m: object, tile_n: object, b: object) -> sp.Expr:
-    """Intensity of the inner loop of an output-stationary GEMM tile t_m x t_n.
-
-    Each K step loads a t_m column slice of A and a t_n row slice of B (``(t_m+t_n) b``
-    bytes) and feeds ``t_m t_n`` MACs (``2 t_m t_n`` FLOPs): ``2 t_m t_n / ((t_m+t_n) b)``,
-    ``T/b`` for a square tile.
-    """
-    tm, tn = as_dim(tile_m, "tile_m"), as_dim(tile_n, "tile_n")
-    return sp.factor_terms(sp.cancel(2 * tm * tn / ((tm + tn) * b)))  # type: ignore[operator]
-
-
-def tile_for_ridge(ridge: object, b: object) -> sp.Expr:
-    """The smallest square tile whose inner loop clears ``ridge``: T/b >= ridge, T = ridge*b."""
-    from symroof.solve import crossover
-
-    t = sp.Dummy("T", positive=True, integer=True)
-    roots = crossover(inner_loop_intensity(t, t, b), ridge, t)
-    if len(roots) != 1:
-        raise SymroofError(f"tile_for_ridge: no unique tile for ridge {ridge}")
-    value = roots[0].value
-    return sp.ceiling(value) if value.is_number else value  # a whole tile
-
-
-def largest_square_tile(capacity: object, *, accumulator_bytes: object = 4, b: object = 2,
-                        staging: bool = True) -> sp.Expr:
-    """The largest T whose T x T accumulators (plus one K-slice of A and B, 2 T b bytes,
-    when ``staging``) fit in ``capacity`` bytes (floored when numeric)."""
-    from symroof.solve import crossover
-
-    t = sp.Dummy("T", positive=True)
-    need = t ** 2 * accumulator_bytes + (2 * t * b if staging else 0)  # type: ignore[operator]
-    roots = crossover(need, capacity, t)  # a quadratic with positive terms: one positive root
-    if len(roots) != 1:
-        raise SymroofError(f"largest_square_tile: nothing fits in {capacity} bytes")
-    root = roots[0].value
-    if not root.is_number:
-        return root
-    if root < 1:
-        raise SymroofError(f"largest_square_tile: not even a 1 x 1 tile fits in {capacity} bytes")
-    return sp.floor(root)
-
-
-def waves(tiles: object, units: object) -> sp.Expr:
-    """Waves of tiles over ``units`` parallel units (SMs): ceil(tiles / units).
-
-    Wave quantization for numbers; keep it out of anything passed to a solver.
-    """
-    return sp.ceiling(sp.Rational(1) * tiles / units)  # type: ignore[operator]

@@ -10,16 +10,18 @@ from __future__ import annotations
 import sympy as sp
 
 from symroof.analysis import Analysis, analyze
-from symroof.cost import FlopCount
 from symroof.errors import SymroofError
 from symroof.ir import Graph, as_dim, as_expr
+from symroof.options import FlopCount, Lowering, option, renamed
+from symroof.passes.fuse import fuse
 from symroof.symbols import b as _b
 
 __all__ = ["gemm", "gemv", "elementwise", "conv2d"]
 
 
+@renamed(flops="flop_count")
 def gemm(M: object, N: object, K: object, *, b: object = _b, batch: object = 1,
-         flops: FlopCount | str = FlopCount.TWO_PER_MAC) -> Analysis:
+         flop_count: FlopCount | str = FlopCount.TWO_PER_MAC) -> Analysis:
     """``C[M,N] = A[M,K] @ B[K,N]`` with every operand crossing the boundary once.
 
     ``batch`` > 1 makes it a batched GEMM over independent operands.
@@ -29,13 +31,14 @@ def gemm(M: object, N: object, K: object, *, b: object = _b, batch: object = 1,
     a = g.input("A", (*lead, M, K), bytes_per_value=b)
     w = g.weight("B", (*lead, K, N), bytes_per_value=b)
     g.output(g.gemm(a, w, name="C"))
-    return analyze(g, flops=flops)
+    return analyze(g, flop_count=flop_count)
 
 
+@renamed(flops="flop_count")
 def gemv(N: object, K: object, *, b: object = _b,
-         flops: FlopCount | str = FlopCount.TWO_PER_MAC) -> Analysis:
+         flop_count: FlopCount | str = FlopCount.TWO_PER_MAC) -> Analysis:
     """A matrix-vector product: the GEMM with ``M = 1`` (one input vector)."""
-    return gemm(1, N, K, b=b, flops=flops)
+    return gemm(1, N, K, b=b, flop_count=flop_count)
 
 
 def elementwise(n: object, *, flops_per_element: object = 1, inputs: int = 1,
@@ -67,18 +70,18 @@ def _out_size(size: sp.Expr, kernel: sp.Expr, stride: sp.Expr, padding: sp.Expr,
     return span / stride + 1
 
 
+@renamed(flops="flop_count")
 def conv2d(batch: object, in_channels: object, height: object, width: object,
            out_channels: object, kernel: tuple[object, object] | object, *,
-           stride: object = 1, padding: object = 0, lowering: str = "explicit",
-           b: object = _b, flops: FlopCount | str = FlopCount.TWO_PER_MAC) -> Analysis:
+           stride: object = 1, padding: object = 0, lowering: Lowering | str = Lowering.EXPLICIT,
+           b: object = _b, flop_count: FlopCount | str = FlopCount.TWO_PER_MAC) -> Analysis:
     """A 2-D convolution lowered through im2col to ``W[K, CRS] @ X_col[CRS, NPQ]``.
 
     ``lowering="explicit"`` writes the duplicated ``CRS x NPQ`` matrix to memory and reads
     it back; ``"implicit"`` builds it on the fly (the same graph with that matrix kept on
     chip), so only the input, the filters and the output cross the boundary.
     """
-    if lowering not in ("explicit", "implicit"):
-        raise SymroofError(f"conv2d lowering: expected 'explicit' or 'implicit', got {lowering!r}")
+    low = option(Lowering, lowering, "conv2d lowering")
     r, s = kernel if isinstance(kernel, tuple) else (kernel, kernel)
     n_, c_, h_, w_, k_, r_, s_ = (as_dim(v, f"conv2d {f}") for v, f in zip(
         (batch, in_channels, height, width, out_channels, r, s),
@@ -91,13 +94,12 @@ def conv2d(batch: object, in_channels: object, height: object, width: object,
     assumptions: list[str] = []
     p_ = _out_size(h_, r_, st, pad, "height", assumptions)
     q_ = _out_size(w_, s_, st, pad, "width", assumptions)
-    g = Graph(f"conv2d-{lowering}")
+    g = Graph(f"conv2d-{low.value}")
     x = g.input("X", (n_, c_, h_, w_), bytes_per_value=b)
     f = g.weight("W", (k_, c_ * r_ * s_), bytes_per_value=b)
     col = g.move(x, name="im2col", shape=(c_ * r_ * s_, n_ * p_ * q_))
     g.output(g.gemm(f, col, name="Y"))
-    if lowering == "implicit":  # im2col on the fly: the lowering fused into the GEMM
-        from symroof.passes.fuse import fuse
+    if low is Lowering.IMPLICIT:  # im2col on the fly: the lowering fused into the GEMM
         g = fuse(g, [{"im2col", "Y"}])
-    a = analyze(g, flops=flops)
+    a = analyze(g, flop_count=flop_count)
     return Analysis(a.graph, a.convention, None, a.assumptions + tuple(assumptions))

@@ -1,6 +1,5 @@
-"""The IR: frozen tensor and op nodes, and a Graph of them with multiplicities.
+"""The Graph: ops and tensors on a networkx DiGraph, with a multiplicity per node.
 
-Nodes are plain data (frozen dataclasses with SymPy fields) used as networkx node keys.
 Edges run tensor -> op (a read) and op -> tensor (a write); each edge carries a
 crossing factor, the number of times that read or write crosses the memory boundary
 (1 by default: compulsory traffic; 0 for a tensor kept on chip; a tiled loop's re-read
@@ -19,331 +18,20 @@ count ``L``; it is never unrolled.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Sequence
+import dataclasses
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import ClassVar, Union
 
 import networkx as nx
 import sympy as sp
 
 from symroof.errors import SymroofError
+from symroof.ir.nodes import (Elementwise, Gather, Gemm, Kind, Move, Node, Op, Reduce, Role,
+                              Tensor, View, as_dim, as_expr, prod)
+from symroof.ir.provenance import Provenance
 from symroof.symbols import b as _b
 
-__all__ = [
-    "Kind", "OpGroup", "Tensor", "Op", "Gemm", "Elementwise", "Reduce", "Gather", "Move", "View",
-    "Graph", "as_expr", "as_dim", "prod",
-]
-
-Node = Union["Tensor", "Op"]
-
-
-class Kind(StrEnum):
-    """What a tensor holds; traffic conventions select tensors by kind."""
-
-    WEIGHT = "weight"                    # parameters, read by the forward pass
-    ACTIVATION = "activation"            # inputs and intermediates of the computation
-    KV_CACHE = "kv_cache"                # keys and values kept across decode steps
-    GRADIENT = "gradient"                # gradients of the loss (training)
-    OPTIMIZER_STATE = "optimizer_state"  # master weights, moments (training)
-
-
-class OpGroup(StrEnum):
-    """Op families; cost conventions select ops by group, not by class."""
-
-    CONTRACTION = "contraction"      # sums of products over a shared index (GEMM, conv as GEMM)
-    ELEMENTWISE = "elementwise"      # one output per element from aligned inputs
-    REDUCTION = "reduction"          # folds one axis (softmax denominators, norms)
-    DATA_MOVEMENT = "data_movement"  # copies and rearranges values, no arithmetic
-
-
-# ---------------------------------------------------------------------------
-# leaf helpers
-
-
-def as_expr(value: object, what: str) -> sp.Expr:
-    """A SymPy number or expression from a Python number or SymPy object (never text)."""
-    if isinstance(value, bool):
-        raise SymroofError(f"{what}: expected a number or SymPy expression, got {value!r}")
-    if isinstance(value, int):
-        return sp.Integer(value)
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise SymroofError(f"{what}: expected a finite number, got {value!r}")
-        return sp.Rational(repr(value))
-    if isinstance(value, sp.Basic) and isinstance(value, sp.Expr):
-        return value
-    raise SymroofError(f"{what}: expected a number or SymPy expression, got {value!r}")
-
-
-def as_dim(value: object, what: str) -> sp.Expr:
-    """A dimension: a positive integer, or an expression not known to be otherwise."""
-    expr = as_expr(value, what)
-    if expr.is_number:
-        if not (expr.is_integer and expr.is_positive):
-            raise SymroofError(f"{what}: expected a positive integer dimension, got {expr}")
-    elif expr.is_positive is False or expr.is_integer is False:
-        raise SymroofError(
-            f"{what}: expected a positive integer dimension, got {expr} "
-            "(use symbols from symroof.symbols, which are positive integers)")
-    return expr
-
-
-def _as_bytes(value: object, what: str) -> sp.Expr:
-    expr = as_expr(value, what)
-    if expr.is_positive is False or expr.is_zero or (expr.is_number and not expr.is_positive):
-        raise SymroofError(f"{what}: expected positive bytes per value, got {expr}")
-    return expr
-
-
-def prod(values: Iterable[sp.Expr]) -> sp.Expr:
-    """The product of dimensions (1 for none)."""
-    return sp.Mul(*values)
-
-
-def _same(a: sp.Expr, c: sp.Expr) -> bool:
-    return a == c or sp.expand(a - c) == 0
-
-
-def _shape(shape: Sequence[object], what: str) -> tuple[sp.Expr, ...]:
-    if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
-        raise SymroofError(f"{what}: expected a shape (a tuple of dimensions), got {shape!r}")
-    return tuple(as_dim(d, f"{what} dimension {i}") for i, d in enumerate(shape))
-
-
-def _fmt(shape: Sequence[sp.Expr]) -> str:
-    return "(" + ", ".join(str(d) for d in shape) + ")"
-
-
-# ---------------------------------------------------------------------------
-# nodes
-
-
-@dataclass(frozen=True)
-class Tensor:
-    """A value with a symbolic shape, a kind and bytes per value.
-
-    >>> from symroof.symbols import M, K
-    >>> Tensor("A", (M, K), Kind.ACTIVATION, 2).nbytes
-    2*K*M
-    """
-
-    name: str
-    shape: tuple[sp.Expr, ...]
-    kind: Kind = Kind.ACTIVATION
-    bytes_per_value: sp.Expr = _b
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise SymroofError(f"tensor name: expected a non-empty string, got {self.name!r}")
-        object.__setattr__(self, "shape", _shape(self.shape, f"tensor {self.name!r} shape"))
-        try:
-            object.__setattr__(self, "kind", Kind(self.kind))
-        except ValueError:
-            raise SymroofError(
-                f"tensor {self.name!r} kind: expected one of "
-                f"{', '.join(k.value for k in Kind)}, got {self.kind!r}") from None
-        object.__setattr__(self, "bytes_per_value",
-                           _as_bytes(self.bytes_per_value, f"tensor {self.name!r} bytes_per_value"))
-
-    @property
-    def numel(self) -> sp.Expr:
-        """Number of values."""
-        return prod(self.shape)
-
-    @property
-    def nbytes(self) -> sp.Expr:
-        """Size in bytes."""
-        return self.numel * self.bytes_per_value
-
-    def __repr__(self) -> str:
-        return f"Tensor({self.name!r}, {_fmt(self.shape)}, {self.kind.value})"
-
-
-@dataclass(frozen=True)
-class Op:
-    """Base of all ops: a name; subclasses name their operand fields, write ``out``, and
-    belong to a group."""
-
-    name: str
-    group: ClassVar[OpGroup]
-    operands: ClassVar[tuple[str, ...]] = ()  # fields holding inputs (a tuple field: several)
-
-    @property
-    def inputs(self) -> tuple[Tensor, ...]:
-        found: list[Tensor] = []
-        for f in self.operands:
-            value = getattr(self, f)
-            found.extend(value if isinstance(value, tuple) else (value,))
-        return tuple(found)
-
-    @property
-    def outputs(self) -> tuple[Tensor, ...]:
-        return (self.out,)  # type: ignore[attr-defined]
-
-    def _fail(self, message: str) -> SymroofError:
-        return SymroofError(f"{type(self).__name__.lower()} {self.name!r}: {message}")
-
-
-@dataclass(frozen=True)
-class Gemm(Op):
-    """``out[..., m, n] = sum_k a[..., m, k] * b[..., k, n]``, batched over leading dims.
-
-    ``work_fraction`` is the fraction of the ``batch*M*N*K`` multiply-adds performed:
-    1 for a dense product, 1/2 where a causal mask lets a kernel skip the masked half.
-    """
-
-    a: Tensor = None  # type: ignore[assignment]
-    b: Tensor = None  # type: ignore[assignment]
-    out: Tensor = None  # type: ignore[assignment]
-    transpose_a: bool = False
-    transpose_b: bool = False
-    work_fraction: sp.Expr = sp.Integer(1)
-    group: ClassVar[OpGroup] = OpGroup.CONTRACTION
-    operands: ClassVar[tuple[str, ...]] = ("a", "b")
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "work_fraction",
-                           as_expr(self.work_fraction, f"gemm {self.name!r} work_fraction"))
-        batch, m, n, k = self.dims
-        if tuple(self.out.shape) != (*batch, m, n) and not (
-                len(self.out.shape) == len(batch) + 2
-                and all(_same(x, y) for x, y in zip(self.out.shape, (*batch, m, n)))):
-            raise self._fail(f"output {self.out.name!r} has shape {_fmt(self.out.shape)}, "
-                             f"expected {_fmt((*batch, m, n))}")
-
-    @property
-    def dims(self) -> tuple[tuple[sp.Expr, ...], sp.Expr, sp.Expr, sp.Expr]:
-        """(batch dims, M, N, K), validated: ranks, inner dimensions, batch dims."""
-        for t in (self.a, self.b):
-            if len(t.shape) < 2:
-                raise self._fail(f"operand {t.name!r} has rank {len(t.shape)}, expected >= 2")
-        *batch_a, m, ka = self.a.shape
-        if self.transpose_a:
-            m, ka = ka, m
-        *batch_b, kb, n = self.b.shape
-        if self.transpose_b:
-            kb, n = n, kb
-        if not _same(ka, kb):
-            raise self._fail(f"inner dimensions differ: {self.a.name!r} has {ka}, "
-                             f"{self.b.name!r} has {kb}")
-        if batch_a and batch_b and (len(batch_a) != len(batch_b) or not all(
-                _same(x, y) for x, y in zip(batch_a, batch_b))):
-            raise self._fail(f"batch dimensions differ: {_fmt(batch_a)} vs {_fmt(batch_b)}")
-        return tuple(batch_a or batch_b), m, n, ka
-
-
-@dataclass(frozen=True)
-class Elementwise(Op):
-    """One output value per element from inputs of the output's shape (or broadcast).
-
-    ``linear`` marks a sum of its inputs (a residual or bias add): its gradient needs no
-    saved input values.
-    """
-
-    xs: tuple[Tensor, ...] = ()
-    out: Tensor = None  # type: ignore[assignment]
-    flops_per_element: sp.Expr = sp.Integer(1)
-    linear: bool = False
-    group: ClassVar[OpGroup] = OpGroup.ELEMENTWISE
-    operands: ClassVar[tuple[str, ...]] = ("xs",)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "flops_per_element", as_expr(
-            self.flops_per_element, f"elementwise {self.name!r} flops_per_element"))
-        if not self.xs:
-            raise self._fail("expected at least one input")
-        for x in self.xs:
-            if len(x.shape) > len(self.out.shape) or not all(
-                    d == 1 or _same(d, o) for d, o in zip(reversed(x.shape), reversed(self.out.shape))):
-                raise self._fail(f"input {x.name!r} of shape {_fmt(x.shape)} does not broadcast "
-                                 f"to the output shape {_fmt(self.out.shape)}")
-
-
-@dataclass(frozen=True)
-class Reduce(Op):
-    """Folds axis ``axis`` of ``x``; ``flops_per_element`` per input element."""
-
-    x: Tensor = None  # type: ignore[assignment]
-    out: Tensor = None  # type: ignore[assignment]
-    axis: int = -1
-    flops_per_element: sp.Expr = sp.Integer(1)
-    group: ClassVar[OpGroup] = OpGroup.REDUCTION
-    operands: ClassVar[tuple[str, ...]] = ("x",)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "flops_per_element", as_expr(
-            self.flops_per_element, f"reduce {self.name!r} flops_per_element"))
-        rank = len(self.x.shape)
-        if not -rank <= self.axis < rank:
-            raise self._fail(f"axis {self.axis} out of range for {self.x.name!r} of rank {rank}")
-        axis = self.axis % rank
-        kept = (*self.x.shape[:axis], *self.x.shape[axis + 1:])
-        keepdims = (*self.x.shape[:axis], 1, *self.x.shape[axis + 1:])
-        if self.out.shape not in (kept, keepdims):
-            raise self._fail(f"output shape {_fmt(self.out.shape)}, expected {_fmt(kept)}")
-
-
-@dataclass(frozen=True)
-class Gather(Op):
-    """Rows of ``table`` picked by index (an embedding lookup): only those rows are read."""
-
-    table: Tensor = None  # type: ignore[assignment]
-    out: Tensor = None  # type: ignore[assignment]
-    group: ClassVar[OpGroup] = OpGroup.DATA_MOVEMENT
-    operands: ClassVar[tuple[str, ...]] = ("table",)
-
-    def __post_init__(self) -> None:
-        row = self.table.shape[1:]
-        if len(self.out.shape) < len(row) or not all(
-                _same(x, y) for x, y in zip(self.out.shape[len(self.out.shape) - len(row):], row)):
-            raise self._fail(f"output shape {_fmt(self.out.shape)} must end in the table's "
-                             f"row shape {_fmt(row)}")
-
-    @property
-    def rows(self) -> sp.Expr:
-        """How many rows are looked up."""
-        return prod(self.out.shape[: len(self.out.shape) - len(self.table.shape) + 1])
-
-
-@dataclass(frozen=True)
-class Move(Op):
-    """Copies or rearranges values (im2col, a slice, a KV-cache append): no arithmetic.
-
-    Each input is read once (``read_fraction`` of it: a slice of the last position reads
-    1/S of its input) and the output written once.
-    """
-
-    xs: tuple[Tensor, ...] = ()
-    out: Tensor = None  # type: ignore[assignment]
-    read_fraction: sp.Expr = sp.Integer(1)
-    group: ClassVar[OpGroup] = OpGroup.DATA_MOVEMENT
-    operands: ClassVar[tuple[str, ...]] = ("xs",)
-
-    def __post_init__(self) -> None:
-        if not self.xs:
-            raise self._fail("expected at least one input")
-        object.__setattr__(self, "read_fraction",
-                           as_expr(self.read_fraction, f"move {self.name!r} read_fraction"))
-
-
-@dataclass(frozen=True)
-class View(Op):
-    """The same values under another shape (a reshape or head split): no FLOPs, no traffic."""
-
-    x: Tensor = None  # type: ignore[assignment]
-    out: Tensor = None  # type: ignore[assignment]
-    group: ClassVar[OpGroup] = OpGroup.DATA_MOVEMENT
-    operands: ClassVar[tuple[str, ...]] = ("x",)
-
-    def __post_init__(self) -> None:
-        if not _same(self.x.numel, self.out.numel):
-            raise self._fail(f"{self.x.name!r} has {self.x.numel} values, the view "
-                             f"{_fmt(self.out.shape)} has {self.out.numel}")
-
-
-# ---------------------------------------------------------------------------
-# graph
+__all__ = ["Graph"]
 
 
 @dataclass
@@ -366,7 +54,7 @@ class Graph:
         self._outputs: list[Tensor] = []
         self._names: dict[str, Node] = {}
         self._scope = _Scope()
-        self.meta: dict[str, object] = {}
+        self._provenance = Provenance()
 
     # -- building ---------------------------------------------------------
 
@@ -401,7 +89,7 @@ class Graph:
 
     def input(self, name: str, shape: Sequence[object], *, kind: Kind | str = Kind.ACTIVATION,
               bytes_per_value: object = _b, count: object | None = None,
-              block: str | None = None) -> Tensor:
+              block: str | None = None, role: Role | str = Role.VALUE) -> Tensor:
         """A tensor that comes from outside the graph (read from memory by its consumers).
 
         ``count`` and ``block`` default to the enclosing ``repeat`` scope.
@@ -411,7 +99,8 @@ class Graph:
         except ValueError:
             raise SymroofError(f"input {name!r} kind: expected one of "
                                f"{', '.join(x.value for x in Kind)}, got {kind!r}") from None
-        return self._declare(Tensor(name, tuple(shape), k, bytes_per_value), count, block)
+        return self._declare(Tensor(name, tuple(shape), k, bytes_per_value, role),  # type: ignore[arg-type]
+                             count, block)
 
     def weight(self, name: str, shape: Sequence[object], *, bytes_per_value: object = _b) -> Tensor:
         """A parameter tensor (kind ``weight``)."""
@@ -547,6 +236,20 @@ class Graph:
             for op in self.nx.successors(tensor):
                 self.nx.edges[tensor, op]["crossings"] = r
 
+    # -- provenance --------------------------------------------------------
+
+    @property
+    def provenance(self) -> Provenance:
+        """What the builder and passes recorded about this graph (typed, immutable)."""
+        return self._provenance
+
+    def record(self, **changes: object) -> None:
+        """Replace fields of this graph's provenance (a pass calls it on its copy)."""
+        try:
+            self._provenance = dataclasses.replace(self._provenance, **changes)  # type: ignore[arg-type]
+        except TypeError as exc:
+            raise SymroofError(f"graph {self.name!r}: cannot record {exc}") from None
+
     # -- queries -----------------------------------------------------------
 
     @property
@@ -624,7 +327,7 @@ class Graph:
         g._inputs = list(self._inputs)
         g._outputs = list(self._outputs)
         g._names = dict(self._names)
-        g.meta = dict(self.meta)
+        g._provenance = self._provenance  # immutable: passes replace it, never change it
         return g
 
     def __repr__(self) -> str:
