@@ -20,6 +20,7 @@ from symroof.ir import (Elementwise, Gather, Gemm, Graph, Kind, Move, OpGroup, R
 from symroof.options import (Causal, DecodeTraffic, FlopCount, Logits, Lowering, OpsCounted,
                              Unfused)
 from symroof.present.formula import latex, text
+from symroof.version import __version__
 from symroof.solve import (Crossover, Curve, Regime, crossover, crossover_curve, leading_term,
                            limit, regimes, sensitivity, theta)
 
@@ -29,7 +30,6 @@ __all__ = [
     "Graph", "Tensor", "Kind", "Role", "OpGroup", "Gemm", "Elementwise", "Reduce", "Gather", "Move",
     "View", "limit", "leading_term", "crossover", "Crossover", "crossover_curve", "Curve",
     "regimes", "Regime", "sensitivity", "theta", "display", "latex", "text",
-    "hardware", "models", "passes", "symbols", "workloads",
+    "hardware", "models", "passes", "symbols", "workloads", "__version__",
     "Causal", "DecodeTraffic", "Logits", "Lowering", "OpsCounted", "Unfused",
 ]
-__version__ = "0.1.0"

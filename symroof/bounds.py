@@ -72,7 +72,7 @@ def inner_loop_intensity(tile_m: object, tile_n: object, b: object) -> sp.Expr:
     ``T/b`` for a square tile.
     """
     tm, tn = as_dim(tile_m, "tile_m"), as_dim(tile_n, "tile_n")
-    return sp.factor_terms(sp.cancel(2 * tm * tn / ((tm + tn) * b)))  # type: ignore[operator]
+    return sp.factor_terms(sp.cancel(2 * tm * tn / ((tm + tn) * b)))
 
 
 def tile_for_ridge(ridge: object, b: object) -> sp.Expr:
@@ -90,7 +90,7 @@ def largest_square_tile(capacity: object, *, accumulator_bytes: object = 4, b: o
     """The largest T whose T x T accumulators (plus one K-slice of A and B, 2 T b bytes,
     when ``staging``) fit in ``capacity`` bytes (floored when numeric)."""
     t = sp.Dummy("T", positive=True)
-    need = t ** 2 * accumulator_bytes + (2 * t * b if staging else 0)  # type: ignore[operator]
+    need = t ** 2 * accumulator_bytes + (2 * t * b if staging else 0)
     roots = crossover(need, capacity, t)  # a quadratic with positive terms: one positive root
     if len(roots) != 1:
         raise SymroofError(f"largest_square_tile: nothing fits in {capacity} bytes")
@@ -107,4 +107,4 @@ def waves(tiles: object, units: object) -> sp.Expr:
 
     Wave quantization for numbers; keep it out of anything passed to a solver.
     """
-    return sp.ceiling(sp.Rational(1) * tiles / units)  # type: ignore[operator]
+    return sp.ceiling(sp.Rational(1) * tiles / units)

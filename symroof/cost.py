@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
+from typing import Any
 
 import sympy as sp
 
@@ -154,7 +155,8 @@ def _enum_set(enum: type[StrEnum], values: Iterable[object], what: str) -> froze
 # ---------------------------------------------------------------------------
 # rules: op -> (FLOPs, fraction of each operand touched, by tensor name; default 1)
 
-Rule = Callable[[Op, Convention], tuple[sp.Expr, Mapping[str, sp.Expr]]]
+#: A rule takes its own op type (hence Any) and the convention.
+Rule = Callable[[Any, Convention], tuple[sp.Expr, Mapping[str, sp.Expr]]]
 RULES: RuleTable[Rule] = RuleTable("cost", "symroof.cost.cost_rule")
 cost_rule = RULES.register
 

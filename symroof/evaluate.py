@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import sympy as sp
 
@@ -68,7 +69,7 @@ def evaluate(expr: object, subs: Mapping[object, object] | None = None) -> sp.Ex
 
 
 
-def sweep(expr: object, grid: Mapping[object, object], *, subs: Mapping[object, object] | None = None):  # type: ignore[no-untyped-def]
+def sweep(expr: object, grid: Mapping[object, object], *, subs: Mapping[object, object] | None = None):
     """``expr`` over numpy arrays of values, vectorised with ``lambdify`` (floats).
 
     ``grid`` maps symbols (or their names) to arrays that broadcast together, e.g.
@@ -85,7 +86,7 @@ def sweep(expr: object, grid: Mapping[object, object], *, subs: Mapping[object, 
     e = evaluate(expr, subs)
     by_name = {x.name: x for x in e.free_symbols}
     keys: list[sp.Symbol] = []
-    arrays: list[object] = []
+    arrays: list[Any] = []
     for key, arr in grid.items():
         sym = by_name.get(key) if isinstance(key, str) else key
         if sym is None or sym not in e.free_symbols:

@@ -131,7 +131,7 @@ class Positions(StrEnum):
 def option(enum: type[E], value: object, what: str) -> E:
     """``value`` as a member of ``enum``; a SymroofError naming ``what`` and the choices."""
     try:
-        return enum(value)
+        return enum(value)  # type: ignore[arg-type]  # _missing_ takes any value
     except ValueError:
         choices = [m.value for m in enum]
         raise SymroofError(f"{what}: expected one of {', '.join(choices)}, got {value!r}"

@@ -194,7 +194,7 @@ class _Parser:
         if op is None:
             symbol = _SYMBOLS.get(type(node.op), "?")
             tail = " (use floor(a/b))" if symbol == "//" else ""
-            col = self.text.find(symbol, node.left.end_col_offset)  # type: ignore[attr-defined]
+            col = self.text.find(symbol, node.left.end_col_offset)
             raise _Reject(f"operator {symbol!r}", col, _NOT_ALLOWED + tail)
         if isinstance(node.op, ast.Pow):
             self.check_exponent(right, node)

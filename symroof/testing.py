@@ -53,6 +53,9 @@ is installed; otherwise pass ``-p symroof.testing``)::
 
 from __future__ import annotations
 
+# imports inside functions: sympy, mpmath and symroof load on first use, because pytest
+# imports this plugin at start-up in every project that has symroof installed
+
 # This module is a pytest plugin (the pytest11 entry point): pytest imports it at start-up
 # in every session of every project where symroof is installed. At the top it imports only
 # the standard library; sympy, mpmath and symroof's own modules are imported inside the
@@ -105,12 +108,12 @@ def _as_expr(x: object, role: str, fn: str) -> sp.Expr:
     if isinstance(x, numbers.Rational):
         return sp.Rational(x.numerator, x.denominator)
     if isinstance(x, numbers.Real):
-        return sp.Float(x)  # type: ignore[arg-type]
+        return sp.Float(x)
     if isinstance(x, numbers.Complex):
         z = complex(x)
         return sp.Float(z.real) + sp.I * sp.Float(z.imag)
     try:  # decimal.Decimal and other registered numbers
-        return sp.Number(x)  # type: ignore[arg-type]
+        return sp.Number(x)
     except (TypeError, ValueError):
         raise TypeError(f"{fn}: {role} must be a SymPy expression or a number, "
                         f"got {type(x).__name__}") from None
@@ -122,7 +125,7 @@ def _show(x: object) -> str:
     if isinstance(x, int) and not isinstance(x, bool):
         x = sp.Integer(x)
     if isinstance(x, sp.Basic) and x.is_Rational and x != 0:
-        p, q = x.p, x.q  # type: ignore[attr-defined]
+        p, q = x.p, x.q
         if max(_magnitude(p).bit_length(), q.bit_length()) > 600:   # about 180 digits
             lg = math.log10(_magnitude(p)) - math.log10(q)
             ex = math.floor(lg)
@@ -208,9 +211,9 @@ def _number_bits(x: sp.Expr) -> float:
     if x.is_zero:
         return 0.0
     if x.is_Rational:
-        return _magnitude(math.log2(_magnitude(x.p)) - math.log2(x.q))  # type: ignore[attr-defined]
+        return _magnitude(math.log2(_magnitude(x.p)) - math.log2(x.q))
     if x.is_Float:
-        _, man, exp, _ = x._mpf_  # type: ignore[attr-defined]
+        _, man, exp, _ = x._mpf_
         return _magnitude(math.log2(man) + exp)
     if not x.is_finite:                       # nan, zoo, oo
         return math.inf
@@ -261,8 +264,8 @@ def _bits(expr: sp.Basic, values: Mapping[sp.Basic, sp.Expr]) -> float:
                 r = sum(kids)
             elif x.is_Pow:
                 base, ex = x.args
-                if ex.is_Rational and ex.p.bit_length() < 1000:  # type: ignore[attr-defined]
-                    r = _magnitude(ex.p) / ex.q * kids[0]  # type: ignore[attr-defined]
+                if ex.is_Rational and ex.p.bit_length() < 1000:
+                    r = _magnitude(ex.p) / ex.q * kids[0]
                 else:   # |log2 |b**e|| <= |e| * (|log2 |b|| + pi*log2(e) for a complex b)
                     r = _grow(kids[1]) * (kids[0] + (0 if base.is_extended_nonnegative else 4.6))
             elif isinstance(x, exp_like):
@@ -317,8 +320,8 @@ def _expansion_terms(expr: sp.Basic, cap: int) -> int:
             return min(sum(terms(a) for a in x.args), cap + 1)
         if x.is_Mul:
             return min(math.prod(terms(a) for a in x.args), cap + 1)
-        if x.is_Pow and x.exp.is_Integer:  # type: ignore[attr-defined]
-            t, e = terms(x.base), _magnitude(int(x.exp))  # type: ignore[attr-defined]
+        if x.is_Pow and x.exp.is_Integer:
+            t, e = terms(x.base), _magnitude(int(x.exp))
             if t == 1:
                 return 1
             return cap + 1 if e > cap else min(math.comb(e + t - 1, t - 1), cap + 1)
@@ -334,7 +337,7 @@ def _expansion_terms(expr: sp.Basic, cap: int) -> int:
 def _violation(s: sp.Symbol, value: sp.Expr) -> str | None:
     """How *value* breaks an assumption of *s* ('is not positive', 'is integer'), or None."""
     import sympy as sp
-    if value.is_Float and value._mpf_[1] and value._mpf_[2] >= 0:  # type: ignore[attr-defined]
+    if value.is_Float and value._mpf_[1] and value._mpf_[2] >= 0:
         value = sp.Integer(int(value))   # 2.0 is an integer value (SymPy says unknown)
     given = getattr(s, "_assumptions_orig", {})
     facts = sorted(s.assumptions0.items(), key=lambda kv: (kv[0] not in given, kv[0]))
@@ -448,7 +451,7 @@ def _exact(x: sp.Expr) -> tuple[sp.Rational, sp.Rational] | None:
     """(re, im) of an exact Gaussian rational such as 3, 1/2 or 1 + 2*I; else None."""
     import sympy as sp
     if x.is_Rational:
-        return x, sp.Integer(0)  # type: ignore[return-value]
+        return x, sp.Integer(0)
     if (x.is_Add or x.is_Mul or x is sp.I) and x.has(sp.I) and not x.has(sp.Float):
         re, im = x.as_real_imag()
         if re.is_Rational and im.is_Rational:
@@ -732,7 +735,7 @@ def assert_close(value: object, expected: object, *, rel: float = 1e-9, abs: flo
                          f"{_show((v - e).evalf(6))}, tolerance rel={rel}, abs={abs}{hint}")
 
 
-class _Size(dict):  # type: ignore[type-arg]
+class _Size(dict):
     """A size keyed by symbol names that also answers lookups by Symbol (``s[M]``)."""
 
     def __getitem__(self, key: object) -> Any:

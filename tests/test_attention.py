@@ -12,6 +12,7 @@ from fractions import Fraction
 import pytest
 import sympy as sp
 
+from symroof.testing import assert_formula_equal
 from symroof.errors import SymroofError
 from symroof.ir import Kind
 from symroof.symbols import B, D, G, H, S, b
@@ -22,8 +23,6 @@ SEED = {S: 4096, D: 4096, H: 32, b: 2}
 CAUSAL_MODES = (True, "half", "exact", False)
 
 
-def same(a: object, c: object) -> bool:
-    return sp.cancel(sp.sympify(a) - sp.sympify(c)) == 0
 
 
 # ---------------------------------------------------------------------------
@@ -33,12 +32,12 @@ def same(a: object, c: object) -> bool:
 def test_fused_causal_flops_bytes_intensity_symbolic():
     a = attention(S, D, H)
     # seed: FLOPs of QK^T and PV with the causal half skipped: 2 S^2 D
-    assert same(a.flops, 2 * S**2 * D)
+    assert_formula_equal(a.flops, 2 * S**2 * D)
     # seed: fused traffic, read Q, K, V and write O: 4 S D b
-    assert same(a.bytes, 4 * S * D * b)
+    assert_formula_equal(a.bytes, 4 * S * D * b)
     # seed: I = 2 S^2 D / (4 S D b) = S / (2b)
-    assert same(a.intensity, S / (2 * b))
-    assert same(a.intensity, a.flops / a.bytes)
+    assert_formula_equal(a.intensity, S / (2 * b))
+    assert_formula_equal(a.intensity, a.flops / a.bytes)
 
 
 def test_fused_causal_intensity_seed_value_is_1024():
@@ -100,7 +99,7 @@ def test_unfused_materialize_once_seed_simulation_114():
 def test_fusion_changes_bytes_not_flops(causal, unfused):
     fused = attention(S, D, H, causal=causal)
     plain = attention(S, D, H, causal=causal, fused=False, unfused=unfused)
-    assert same(fused.flops, plain.flops)
+    assert_formula_equal(fused.flops, plain.flops)
     assert sp.expand(plain.bytes - fused.bytes).subs(SEED) > 0
 
 
@@ -109,12 +108,12 @@ def test_fusion_changes_bytes_not_flops(causal, unfused):
 
 
 def test_flops_by_causal_mode():
-    assert same(attention(S, D, H, causal=False).flops, 4 * S**2 * D)
-    assert same(attention(S, D, H, causal=True).flops, 2 * S**2 * D)
-    assert same(attention(S, D, H, causal="half").flops, 2 * S**2 * D)
+    assert_formula_equal(attention(S, D, H, causal=False).flops, 4 * S**2 * D)
+    assert_formula_equal(attention(S, D, H, causal=True).flops, 2 * S**2 * D)
+    assert_formula_equal(attention(S, D, H, causal="half").flops, 2 * S**2 * D)
     # exactly S(S+1)/2 of the S^2 query-key pairs
-    assert same(attention(S, D, H, causal="exact").flops, 4 * S**2 * D * (S * (S + 1) / 2) / S**2)
-    assert same(causal_fraction("exact", S), S * (S + 1) / 2 / S**2)
+    assert_formula_equal(attention(S, D, H, causal="exact").flops, 4 * S**2 * D * (S * (S + 1) / 2) / S**2)
+    assert_formula_equal(causal_fraction("exact", S), S * (S + 1) / 2 / S**2)
     assert causal_fraction(False, S) == 1 and causal_fraction(True, S) == sp.Rational(1, 2)
 
 
@@ -140,7 +139,7 @@ def test_exact_causal_and_full_match_a_pair_loop(s, heads, head_dim):
 
 def test_causal_modes_half_vs_exact_converge():
     half, exact = attention(S, D, H, causal="half"), attention(S, D, H, causal="exact")
-    assert same(exact.flops / half.flops, (S + 1) / S)
+    assert_formula_equal(exact.flops / half.flops, (S + 1) / S)
     assert sp.limit(exact.flops / half.flops, S, sp.oo) == 1
 
 
@@ -151,12 +150,12 @@ def test_causal_modes_half_vs_exact_converge():
 def test_gqa_divides_kv_bytes_by_heads_per_kv_head():
     mha, gqa = attention(S, D, H), attention(S, D, H, kv_heads=G)
     # Q and O stay at S D b each; K and V shrink to S D b G/H each
-    assert same(gqa.bytes, 2 * S * D * b + 2 * S * D * b * G / H)
+    assert_formula_equal(gqa.bytes, 2 * S * D * b + 2 * S * D * b * G / H)
     kv_mha = mha.bytes - 2 * S * D * b
     kv_gqa = gqa.bytes - 2 * S * D * b
-    assert same(kv_mha / kv_gqa, H / G)
+    assert_formula_equal(kv_mha / kv_gqa, H / G)
     # FLOPs still count every query head
-    assert same(gqa.flops, mha.flops)
+    assert_formula_equal(gqa.flops, mha.flops)
 
 
 def test_mqa_numbers():
@@ -170,21 +169,21 @@ def test_projections_add_8SD2_flops_for_mha():
     core, proj = attention(S, D, H), attention(S, D, H, projections=True)
     assert sp.expand(proj.flops - core.flops) == 8 * S * D**2
     # the four D x D weights are read once
-    assert same(proj.bytes_by_kind[Kind.WEIGHT], 4 * D**2 * b)
+    assert_formula_equal(proj.bytes_by_kind[Kind.WEIGHT], 4 * D**2 * b)
 
 
 def test_projections_with_gqa():
     core = attention(S, D, H, kv_heads=G, projections=False)
     proj = attention(S, D, H, kv_heads=G, projections=True)
     # Q and O projections D x D; K and V projections D x (G D/H): 2 FLOPs per weight per token
-    assert same(proj.flops - core.flops, 2 * S * (2 * D**2 + 2 * D * G * D / H))
+    assert_formula_equal(proj.flops - core.flops, 2 * S * (2 * D**2 + 2 * D * G * D / H))
 
 
 def test_batch_scales_flops_and_bytes():
     one, many = attention(S, D, H), attention(S, D, H, batch=B)
-    assert same(many.flops, B * one.flops)
-    assert same(many.bytes, B * one.bytes)
-    assert same(many.intensity, one.intensity)
+    assert_formula_equal(many.flops, B * one.flops)
+    assert_formula_equal(many.bytes, B * one.bytes)
+    assert_formula_equal(many.intensity, one.intensity)
 
 
 def test_all_ops_adds_softmax_work_only():
@@ -195,7 +194,7 @@ def test_all_ops_adds_softmax_work_only():
 
 
 def test_one_flop_per_mac_halves_flops():
-    assert same(attention(S, D, H, flops="one_per_mac").flops, attention(S, D, H).flops / 2)
+    assert_formula_equal(attention(S, D, H, flops="one_per_mac").flops, attention(S, D, H).flops / 2)
 
 
 @pytest.mark.parametrize("kwargs", [

@@ -26,7 +26,7 @@ from symroof import hardware, models
 from symroof.cli import main
 from symroof.errors import SymroofError
 from symroof.ir import Elementwise, Gemm, Graph, Tensor
-from symroof.report import latex_escape, markdown_escape
+from symroof.present.escape import latex_escape, markdown_escape
 from symroof.symbols import B, D, K, M, N, S, b
 
 REPO = Path(__file__).resolve().parent.parent
@@ -119,10 +119,9 @@ def test_bad_dimension(case):
 
 
 # Values substituted into a formula must fit the symbol's assumptions too (M, N, K are
-# positive integers, b is positive). BUG (all rows): symroof.evaluate.symbol_map checks
-# only that a value is a number, so the library computes times for M=0, M=2.5 or b=-2,
-# and for M=-1 reports "moves no counted bytes" (Q happens to be 0) instead of naming M.
-# The CLI has the right check (cli._check_value); it belongs in symbol_map.
+# positive integers, b is positive). symbol_map once checked only that a value was a
+# number, so the library computed times for M=0, M=2.5 or b=-2, and for M=-1 reported
+# "moves no counted bytes" (Q happened to be 0) instead of naming M.
 SUBS_CASES = {
     "roofline M=0": ({M: 0, N: 2, K: 2}, ["M", "positive integer"]),
     "roofline M=-1": ({M: -1, N: 2, K: 2}, ["M", "positive integer"]),
@@ -357,11 +356,9 @@ def test_hardware_file_missing_or_directory(tmp_path):
 
 
 EXTREME_NUMBERS = {
-    # BUG: tomllib raises a bare ValueError for integer literals over 4300 digits
-    # (symroof/hardware/__init__.py:68 catches only TOMLDecodeError)
+    # tomllib raises a bare ValueError for integer literals over 4300 digits
     "integer literal of 5000 digits": "1" * 5000,
-    # BUG: sympy.Rational raises TypeError on decimal strings over 4300 digits
-    # (symroof/hardware/spec.py:322)
+    # sympy.Rational raises TypeError on decimal strings over 4300 digits
     "decimal string of 4400 digits": '"' + "1" * 4400 + '"',
     "tiny decimal of 4400 digits": '"0.' + "0" * 4400 + '1"',
     # "1e5000" loads, then to_dict() (and repr) die on Python's int->str limit
@@ -402,8 +399,8 @@ _HANG_SCRIPT = textwrap.dedent("""
 
 
 def test_hardware_file_astronomical_exponent_does_not_hang(tmp_path):
-    """BUG: "1e100000000" is accepted by the decimal regex and sympy expands 10**100000000
-    (minutes of CPU, unbounded memory). Loading must answer within seconds."""
+    """"1e100000000" matches the decimal regex, and expanding 10**100000000 takes minutes
+    of CPU and unbounded memory: loading must answer within seconds."""
     path = tmp_path / "chip.toml"
     path.write_text(_a100('bandwidth_gb_per_s = "2039"', 'bandwidth_gb_per_s = "1e100000000"'))
     try:
@@ -454,9 +451,8 @@ CONFIG_CASES = {
                                                             "did you mean", "'llama'"]),
     "model_type not a string": ({**LLAMA, "model_type": 7}, ["'model_type'"]),
     "experts zero": ({**MIXTRAL, "num_local_experts": 0}, ["'num_local_experts'", "positive"]),
-    # BUG (the next three): the check happens in TransformerModel, whose message names
-    # the model label ("model 'x'") and internal field names (kv_heads, head_dim,
-    # experts_per_token) instead of the file and its fields.
+    # the next three are checked in TransformerModel; the message must still name the
+    # file and its config.json fields, not the model label or symroof's field names
     "kv heads do not divide heads": ({**LLAMA, "num_key_value_heads": 5},
                                      ["num_key_value_heads", "num_attention_heads"]),
     "hidden_size not divisible by heads": ({**LLAMA, "hidden_size": 4097},
@@ -485,7 +481,7 @@ RAW_CONFIG_CASES = {
     "empty": (b"", ["not valid JSON"]),
     "invalid UTF-8": (b'{"model_type": "ll\xffama"}', ["cannot read", "utf-8"]),
     "deeply nested": (b'{"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", ["not valid JSON"]),
-    # BUG: json.loads raises a bare ValueError for an integer over 4300 digits
+    # json.loads raises a bare ValueError for an integer over 4300 digits
     "integer of 5000 digits": (b'{"model_type": "llama", "hidden_size": ' + b"9" * 5000 + b"}",
                                ["hidden_size"]),
 }
@@ -547,7 +543,7 @@ CLI_CASES = {
     "hardware show without name": (["hardware", "show"], ["expected a chip name"]),
     "config.json missing": (["derive", "decode", "--model", "/nonexistent/config.json"],
                             ["/nonexistent/config.json", "cannot read"]),
-    # BUG (the next two): a newline in user input becomes a second stderr line
+    # the next two: a newline in user input must not become a second stderr line
     "newline in unrecognized argument": (["derive", "gemm", "extra\ntoken"],
                                          ["unrecognized arguments"]),
     "newline in a config path": (["derive", "decode", "--model", "new\nline.json"],

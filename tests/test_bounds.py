@@ -18,6 +18,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from symroof.testing import assert_formula_equal
 import symroof as sr
 from oracles import simulator as sim
 from symroof.analysis import analyze
@@ -30,8 +31,6 @@ from symroof.workloads import attention, gemm
 FAST = settings(max_examples=100, deadline=None)
 
 
-def same(x: object, y: object) -> bool:
-    return sp.cancel(sp.sympify(x) - sp.sympify(y)) == 0
 
 
 def ones(rows: int, cols: int) -> list[list[int]]:
@@ -55,7 +54,7 @@ def test_gemm_lower_bound_formula():
 def test_square_tile_of_sqrt_c_meets_the_bound_up_to_the_output():
     tiled = analyze(tile(gemm(M, N, K, b=1).graph, {M: T, N: T})).bytes
     at_sqrt_c = tiled.xreplace({T: sp.sqrt(C)})
-    assert same(at_sqrt_c - gemm_io_lower_bound(M, N, K, C), M * N)
+    assert_formula_equal(at_sqrt_c - gemm_io_lower_bound(M, N, K, C), M * N)
 
 
 @FAST
@@ -87,11 +86,11 @@ def test_bound_is_below_every_tiling_that_fits(m, n, k, tm, tn, slack):
 
 def test_standard_attention_count_is_the_unfused_graph_per_head():
     std = standard_attention_hbm_accesses(S, d_h)
-    assert same(std, 4 * S * d_h + 4 * S**2)
+    assert_formula_equal(std, 4 * S * d_h + 4 * S**2)
     one_head = attention(S, d_h, 1, causal=False, fused=False, b=1)
-    assert same(one_head.bytes, std)
+    assert_formula_equal(one_head.bytes, std)
     heads = attention(S, H * d_h, H, causal=False, fused=False, b=1)
-    assert same(heads.bytes, H * std)
+    assert_formula_equal(heads.bytes, H * std)
     assert sr.theta(std) == S * d_h + S**2
 
 
@@ -106,13 +105,13 @@ def test_standard_attention_count_is_the_simulated_kernels(s, d, seed):
 
 def test_flash_attention_count_and_its_leading_term():
     f = flash_attention_hbm_accesses(S, d_h, M)
-    assert same(f, 2 * S * d_h + 12 * S**2 * d_h**2 / M)
+    assert_formula_equal(f, 2 * S * d_h + 12 * S**2 * d_h**2 / M)
     # as on-chip memory shrinks, the S^2 d^2 / M term dominates
     assert sr.leading_term(f, M, 0) == 12 * S**2 * d_h**2 / M
     assert sr.limit(f / (S**2 * d_h**2 / M), M, 0) == 12
     # and it beats the standard algorithm by the factor ~ M / (3 d^2) once S >> d
     ratio = sr.limit(standard_attention_hbm_accesses(S, d_h) / f, S)
-    assert same(ratio, M / (3 * d_h**2))
+    assert_formula_equal(ratio, M / (3 * d_h**2))
 
 
 def test_flash_attention_theta_with_small_sram():
@@ -173,4 +172,4 @@ def test_fused_beats_standard_only_with_enough_sram():
     assert flash_attention_hbm_accesses(s, d, 1_000) > std
     m_ = dim("m_sram")
     (x,) = sr.crossover(flash_attention_hbm_accesses(s, d, m_), std, m_)
-    assert same(x.value, sp.Rational(12 * s**2 * d**2, std - 2 * s * d))
+    assert_formula_equal(x.value, sp.Rational(12 * s**2 * d**2, std - 2 * s * d))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
+from symroof.testing import assert_formula_equal
 from symroof import hardware
 from symroof.errors import SymroofError
 from symroof.footprint import capacity, memory, saved_activations
@@ -21,8 +22,6 @@ from symroof.symbols import B, D, G, H, L, S, b
 H100_BYTES = 80 * 10**9   # NVIDIA H100 SXM5: 80 GB of HBM3
 
 
-def same(a: object, c: object) -> bool:
-    return sp.cancel(sp.sympify(a) - sp.sympify(c)) == 0
 
 
 # ---------------------------------------------------------------------------
@@ -32,12 +31,12 @@ def same(a: object, c: object) -> bool:
 def test_kv_cache_symbolic():
     m = transformer(layers=L, d_model=D, heads=H)
     f = memory(m, batch=B, context=S)
-    assert same(f.kv_cache, 2 * L * S * D * b * B)      # 2 (K and V) x L x S x D values
-    assert same(f.weights, 12 * L * D**2 * b)
+    assert_formula_equal(f.kv_cache, 2 * L * S * D * b * B)      # 2 (K and V) x L x S x D values
+    assert_formula_equal(f.weights, 12 * L * D**2 * b)
     assert f.gradients == 0 and f.optimizer_state == 0
-    assert same(f.total, f.weights + f.kv_cache)
+    assert_formula_equal(f.total, f.weights + f.kv_cache)
     gqa = memory(transformer(layers=L, d_model=D, heads=H, kv_heads=G), batch=B, context=S)
-    assert same(f.kv_cache / gqa.kv_cache, H / G)
+    assert_formula_equal(f.kv_cache / gqa.kv_cache, H / G)
 
 
 def test_seed_kv_cache_537_mb_per_sequence():
@@ -95,7 +94,7 @@ def test_capacity_scales_with_tp_and_context():
 def test_capacity_symbolic_context():
     m = get("llama-3-70b").with_precision(weights="fp8", kv_cache="fp8")
     n = capacity(m, "h100-sxm", context=S, tp=4)
-    assert same(n, (4 * H100_BYTES - m.params) / (163_840 * S))
+    assert_formula_equal(n, (4 * H100_BYTES - m.params) / (163_840 * S))
 
 
 def test_capacity_is_never_negative_when_weights_do_not_fit():
@@ -153,7 +152,7 @@ def test_saved_activations_per_layer_hand_count():
     2 bytes, plus 4 s b h of LayerNorm inputs and 2 s b h of dropout masks.)
     """
     m = transformer(layers=L, d_model=D, heads=H)
-    assert same(saved_activations(m, B, S), 14 * B * S * D * L * b)
+    assert_formula_equal(saved_activations(m, B, S), 14 * B * S * D * L * b)
 
 
 def test_saved_activations_grow_linearly_with_layers():
@@ -161,8 +160,8 @@ def test_saved_activations_grow_linearly_with_layers():
     one = saved_activations(transformer(layers=1, d_model=64, heads=4), 2, 16)
     two = saved_activations(transformer(layers=2, d_model=64, heads=4), 2, 16)
     four = saved_activations(transformer(layers=4, d_model=64, heads=4), 2, 16)
-    assert same(two, 2 * one)
-    assert same(four, 4 * one)
+    assert_formula_equal(two, 2 * one)
+    assert_formula_equal(four, 4 * one)
 
 
 def test_saved_activations_unfused_keep_s_squared():

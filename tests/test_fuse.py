@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oracles import simulator as sim
+from symroof.testing import assert_formula_equal
 from symroof.analysis import analyze
 from symroof.errors import SymroofError
 from symroof.ir import Graph
@@ -29,8 +30,6 @@ from symroof.workloads import attention, conv2d
 FAST = settings(max_examples=100, deadline=None)
 
 
-def same(x: object, y: object) -> bool:
-    return sp.cancel(sp.sympify(x) - sp.sympify(y)) == 0
 
 
 def chain(size: object, ops: int = 3, *, bpv: object = b) -> Graph:
@@ -69,7 +68,8 @@ def test_fusing_three_elementwise_ops_triples_the_intensity():
     g = chain(n)
     unf, fus = analyze(g), analyze(fuse(g, [chain_names()]))
     assert unf.flops == fus.flops == 3 * n
-    assert same(unf.bytes, 6 * n * b) and same(fus.bytes, 2 * n * b)
+    assert_formula_equal(unf.bytes, 6 * n * b)
+    assert_formula_equal(fus.bytes, 2 * n * b)
     assert unf.intensity == 1 / (2 * b) and fus.intensity == 3 / (2 * b)
     assert sp.cancel(fus.intensity / unf.intensity) == 3
 
@@ -100,7 +100,7 @@ def test_partial_fusion_keeps_only_internal_tensors():
     f = fuse(g, [{"op0", "op1"}])
     (grp,) = f.provenance.fused
     assert grp.internal == ("op0",)           # op1's output is read by op2, outside
-    assert same(analyze(g).bytes - analyze(f).bytes, 2 * n * b)
+    assert_formula_equal(analyze(g).bytes - analyze(f).bytes, 2 * n * b)
 
 
 def test_a_tensor_used_inside_and_outside_is_written_once_and_read_on_chip():
@@ -110,7 +110,7 @@ def test_a_tensor_used_inside_and_outside_is_written_once_and_read_on_chip():
     g.output(g.elementwise(a, name="inside"), g.elementwise(a, name="outside"))
     f = fuse(g, [{"a", "inside"}])
     assert f.provenance.fused[0].internal == ()
-    assert same(analyze(g).bytes - analyze(f).bytes, n * b)     # the inside read only
+    assert_formula_equal(analyze(g).bytes - analyze(f).bytes, n * b)     # the inside read only
 
 
 def test_an_input_shared_inside_the_group_is_read_once():
@@ -123,8 +123,8 @@ def test_an_input_shared_inside_the_group_is_read_once():
     (grp,) = f.provenance.fused
     assert set(grp.internal) == {"f", "g"}
     # drop: x's second read, and f and g each written and read once
-    assert same(analyze(g).bytes - analyze(f).bytes, n * b + 2 * (2 * n * b))
-    assert same(analyze(f).bytes, 2 * n * b)
+    assert_formula_equal(analyze(g).bytes - analyze(f).bytes, n * b + 2 * (2 * n * b))
+    assert_formula_equal(analyze(f).bytes, 2 * n * b)
 
 
 # ---------------------------------------------------------------------------
@@ -145,26 +145,26 @@ def _groups_and_graphs():
 def test_fusion_lowers_q_by_exactly_the_internal_tensors(graph, groups):
     fused = fuse(graph, groups)
     before, after = analyze(graph), analyze(fused)
-    assert same(before.flops, after.flops)                       # FLOPs unchanged
+    assert_formula_equal(before.flops, after.flops)                       # FLOPs unchanged
     kept = fused.provenance.fused
     assert len(kept) == len(groups)
     internal = [name for grp in kept for name in grp.internal]
     assert internal
     drop = sp.Add(*(crossings_of(graph, t) for t in internal))
-    assert same(before.bytes - after.bytes, drop)
+    assert_formula_equal(before.bytes - after.bytes, drop)
     for grp in kept:
         assert isinstance(grp, FusedGroup)
-        assert same(grp.capacity, sp.Add(*(tensor(graph, t).nbytes for t in grp.internal)))
+        assert_formula_equal(grp.capacity, sp.Add(*(tensor(graph, t).nbytes for t in grp.internal)))
     # the pass never changes the graph it is given
     assert graph.provenance.fused == ()
-    assert same(analyze(graph).bytes, before.bytes)
+    assert_formula_equal(analyze(graph).bytes, before.bytes)
 
 
 @pytest.mark.parametrize("graph, groups", _groups_and_graphs())
 def test_unfuse_of_fuse_restores_q_for_compulsory_graphs(graph, groups):
     back = unfuse(fuse(graph, groups), groups)
-    assert same(analyze(back).bytes, analyze(graph).bytes)
-    assert same(analyze(back).flops, analyze(graph).flops)
+    assert_formula_equal(analyze(back).bytes, analyze(graph).bytes)
+    assert_formula_equal(analyze(back).flops, analyze(graph).flops)
     assert back.provenance.fused == ()
 
 
@@ -173,17 +173,18 @@ def test_gemm_bias_epilogue():
     h = g.gemm(g.input("x", (M, K)), g.weight("W", (K, N)), name="mm")
     g.output(g.elementwise(h, g.weight("bias_vec", (N,)), name="bias", linear=True))
     unf, fus = analyze(g), analyze(fuse(g, [{"mm", "bias"}]))
-    assert same(unf.bytes, b * (M * K + K * N + N + 3 * M * N))
-    assert same(fus.bytes, b * (M * K + K * N + N + M * N))
-    assert same(unf.flops, fus.flops) and same(fus.flops, 2 * M * N * K + M * N)
+    assert_formula_equal(unf.bytes, b * (M * K + K * N + N + 3 * M * N))
+    assert_formula_equal(fus.bytes, b * (M * K + K * N + N + M * N))
+    assert_formula_equal(unf.flops, fus.flops)
+    assert_formula_equal(fus.flops, 2 * M * N * K + M * N)
     (grp,) = fus.graph.provenance.fused
     assert grp.ops == ("bias", "mm") and grp.internal == ("mm",)
-    assert same(grp.capacity, M * N * b)
+    assert_formula_equal(grp.capacity, M * N * b)
     # the epilogue composes with tiling: the tiled GEMM's re-reads stay, the 2MN go
     tiled = tile(g, {M: T, N: T})
     both = analyze(fuse(tiled, [{"mm", "bias"}]))
-    assert same(analyze(tiled).bytes - both.bytes, 2 * M * N * b)
-    assert same(both.bytes, b * (2 * M * N * K / T + N + M * N))
+    assert_formula_equal(analyze(tiled).bytes - both.bytes, 2 * M * N * b)
+    assert_formula_equal(both.bytes, b * (2 * M * N * K / T + N + M * N))
 
 
 @pytest.mark.parametrize("case", ["tiled gemm epilogue", "attention materialize_once"])
@@ -205,7 +206,7 @@ def test_unfuse_of_fuse_restores_q_exactly(case):
         groups = [{"scores", "softmax", "pv"}]
     original = analyze(g).bytes
     round_trip = analyze(unfuse(fuse(g, groups), groups)).bytes
-    assert same(round_trip, original), f"round trip gives {round_trip}, was {original}"
+    assert_formula_equal(round_trip, original)
 
 
 def test_fuse_rejects_bad_groups():
@@ -248,12 +249,13 @@ def test_attention_per_head_matches_simulated_kernels(s, d, bq, bk, seed):
 def test_attention_unfused_vs_fused_symbolic():
     unf = attention(S, D, H, causal=False, fused=False)
     fus = attention(S, D, H, causal=False, fused=True)
-    assert same(unf.bytes - fus.bytes, 4 * H * S**2 * b)
-    assert same(fus.bytes, 4 * S * D * b)
-    assert same(unf.flops, fus.flops) and same(fus.flops, 4 * S**2 * D)
+    assert_formula_equal(unf.bytes - fus.bytes, 4 * H * S**2 * b)
+    assert_formula_equal(fus.bytes, 4 * S * D * b)
+    assert_formula_equal(unf.flops, fus.flops)
+    assert_formula_equal(fus.flops, 4 * S**2 * D)
     (grp,) = fus.graph.provenance.fused
     assert set(grp.internal) == {"scores", "softmax"}
-    assert same(grp.capacity, 2 * H * S**2 * b)
+    assert_formula_equal(grp.capacity, 2 * H * S**2 * b)
 
 
 def test_seed_attention_numbers():

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pytest
 import sympy as sp
 
+from symroof.testing import assert_formula_equal
 from symroof.analysis import analyze
 from symroof.cost import interpret
 from symroof.errors import SymroofError
@@ -16,8 +17,6 @@ from symroof.ir import (Elementwise, Gather, Gemm, Graph, Kind, Move, Op, OpGrou
 from symroof.symbols import B, D, G, H, K, L, M, N, S, V, b, d_h
 
 
-def same(a: object, c: object) -> bool:
-    return sp.cancel(sp.sympify(a) - sp.sympify(c)) == 0
 
 
 def snapshot(g: Graph) -> tuple:
@@ -81,8 +80,8 @@ def test_bad_kind_and_bad_name():
 
 def test_tensor_sizes():
     t = Tensor("W", (D, 4 * D), Kind.WEIGHT, sp.Rational(1, 2))   # a 4-bit weight
-    assert same(t.numel, 4 * D**2)
-    assert same(t.nbytes, 2 * D**2)                                 # 4*D**2 values / 2 per byte
+    assert_formula_equal(t.numel, 4 * D**2)
+    assert_formula_equal(t.nbytes, 2 * D**2)                                 # 4*D**2 values / 2 per byte
     assert t.kind is Kind.WEIGHT
     assert Tensor("x", (M, K)).bytes_per_value == b                 # default: the symbol b
     # a float dimension that is a whole number becomes an exact integer
@@ -196,10 +195,10 @@ def test_elementwise_broadcast_reads_each_input_once():
     bias = g.weight("bias", (D,))
     g.output(g.elementwise(x, bias, name="y", flops_per_element=1))
     a = analyze(g)
-    assert same(a.flops, B * S * D)
+    assert_formula_equal(a.flops, B * S * D)
     # reads: x (B*S*D) + bias (D); write: y (B*S*D)
-    assert same(a.bytes, b * (2 * B * S * D + D))
-    assert same(a.bytes_by_kind[Kind.WEIGHT], D * b)
+    assert_formula_equal(a.bytes, b * (2 * B * S * D + D))
+    assert_formula_equal(a.bytes_by_kind[Kind.WEIGHT], D * b)
 
 
 @pytest.mark.parametrize("axis, keepdims, shape", [
@@ -212,9 +211,9 @@ def test_reduce_axes_and_keepdims(axis, keepdims, shape):
     assert y.shape == shape
     g.output(y)
     a = analyze(g)
-    assert same(a.flops, 3 * B * S * D)                  # per input element
+    assert_formula_equal(a.flops, 3 * B * S * D)                  # per input element
     # read x (B*S*D) + write the reduced tensor
-    assert same(a.bytes, b * (B * S * D + sp.Mul(*shape)))
+    assert_formula_equal(a.bytes, b * (B * S * D + sp.Mul(*shape)))
 
 
 def test_reduce_bad_axis_and_bad_output():
@@ -233,13 +232,13 @@ def test_gather_reads_only_looked_up_rows():
     table = g.weight("E", (V, D))
     rows = g.gather(table, (B, S), name="emb")
     assert rows.shape == (B, S, D)
-    assert same(g.node("emb").rows, B * S)
+    assert_formula_equal(g.node("emb").rows, B * S)
     g.output(rows)
     a = analyze(g)
     assert a.flops == 0
     # read B*S rows of D values (not the V*D table) + write B*S*D
-    assert same(a.bytes_by_kind[Kind.WEIGHT], B * S * D * b)
-    assert same(a.bytes, 2 * B * S * D * b)
+    assert_formula_equal(a.bytes_by_kind[Kind.WEIGHT], B * S * D * b)
+    assert_formula_equal(a.bytes, 2 * B * S * D * b)
     with pytest.raises(SymroofError, match=r"gather 'bad': output shape \(B, S, H\)"):
         Gather("bad", table, Tensor("o", (B, S, H)))
 
@@ -251,7 +250,7 @@ def test_move_copies_without_flops():
     g.output(y)
     a = analyze(g)
     assert a.flops == 0
-    assert same(a.bytes, 2 * B * S * D * b)              # 1 read + 1 write
+    assert_formula_equal(a.bytes, 2 * B * S * D * b)              # 1 read + 1 write
     with pytest.raises(SymroofError, match=r"move 'm'"):
         Move("m", (), Tensor("o", (B,)))
 
@@ -319,7 +318,7 @@ def test_rejected_add_leaves_the_graph_unchanged():
         g.add(Elementwise("again", (x,), y))
     assert snapshot(g) == before
     assert [op.name for op in g.ops] == ["y"]
-    assert same(analyze(g).bytes, 2 * D * b)        # 1 read of x + 1 write of y
+    assert_formula_equal(analyze(g).bytes, 2 * D * b)        # 1 read of x + 1 write of y
     # the refused name is still free
     g.add(Elementwise("again", (y,), Tensor("w", (D,))))
 
@@ -418,27 +417,27 @@ def test_repeat_costs_count_times_one_block():
     one = analyze(block_graph(None))
     rep = analyze(block_graph(L))
     # one block: gemm 2*B*D*D + relu B*D
-    assert same(one.flops, 2 * B * D**2 + B * D)
+    assert_formula_equal(one.flops, 2 * B * D**2 + B * D)
     # x read + W read + h written + h read + act written
-    assert same(one.bytes, b * (B * D + D**2 + B * D + B * D + B * D))
-    assert same(rep.flops, L * one.flops)
-    assert same(rep.bytes, L * one.bytes)
+    assert_formula_equal(one.bytes, b * (B * D + D**2 + B * D + B * D + B * D))
+    assert_formula_equal(rep.flops, L * one.flops)
+    assert_formula_equal(rep.bytes, L * one.bytes)
     assert L in rep.flops.free_symbols and L in rep.bytes.free_symbols
     for kind, value in one.bytes_by_kind.items():
-        assert same(rep.bytes_by_kind[kind], L * value)
+        assert_formula_equal(rep.bytes_by_kind[kind], L * value)
 
 
 def test_nested_repeats_multiply():
     g = block_graph(L, inner=G)
     act = g.node("act")
-    assert same(g.count(act), L * G)
-    assert same(g.count(g.node("h")), L)
+    assert_formula_equal(g.count(act), L * G)
+    assert_formula_equal(g.count(g.node("h")), L)
     assert g.block(act) == "layer/inner"
     a = analyze(g)
     # gemm L times; relu L*G times
-    assert same(a.flops, L * 2 * B * D**2 + L * G * B * D)
+    assert_formula_equal(a.flops, L * 2 * B * D**2 + L * G * B * D)
     # per layer: x + W + h written (B*D + D*D + B*D); per inner: h read + act written (2*B*D)
-    assert same(a.bytes, b * (L * (2 * B * D + D**2) + L * G * 2 * B * D))
+    assert_formula_equal(a.bytes, b * (L * (2 * B * D + D**2) + L * G * 2 * B * D))
 
 
 def test_repeat_does_not_unroll():
@@ -449,7 +448,7 @@ def test_repeat_does_not_unroll():
     assert len(big.ops) == 2
     f80, f2 = analyze(big).flops, analyze(small).flops
     assert sp.cancel(f80 / f2) == 40
-    assert same(analyze(sym).flops.subs(L, 80), f80)
+    assert_formula_equal(analyze(sym).flops.subs(L, 80), f80)
 
 
 def test_repeat_scope_ends_after_the_block():
@@ -491,9 +490,9 @@ def test_copy_is_independent():
     assert snapshot(g) == before
     assert len(g.ops) == 2 and len(c.ops) == 3
     # original, per layer: x + W + h written + h read + act written
-    assert same(analyze(g).bytes, L * b * (4 * B * D + D**2))
+    assert_formula_equal(analyze(g).bytes, L * b * (4 * B * D + D**2))
     # copy: h stays on chip; plus the new op outside the block (1 read + 1 write)
-    assert same(analyze(c).bytes, L * b * (2 * B * D + D**2) + 2 * B * D * b)
+    assert_formula_equal(analyze(c).bytes, L * b * (2 * B * D + D**2) + 2 * B * D * b)
     # and the copy's own names are independent: the original can reuse "extra"
     g.elementwise(g.outputs[0], name="extra")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
+from symroof.testing import assert_formula_equal
 import symroof as sr
 from oracles import simulator as sim
 from symroof.analysis import analyze
@@ -25,8 +26,6 @@ from symroof.symbols import B, D, L, S, b, n
 MiB = 2**20
 
 
-def same(x: object, y: object) -> bool:
-    return sp.cancel(sp.sympify(x) - sp.sympify(y)) == 0
 
 
 def repeated_elementwise(elements: int | sp.Expr, reps: int | sp.Expr, *,
@@ -98,9 +97,9 @@ def test_working_set_counts_weights_at_multiplicity():
     g.output(s)
     a = analyze(g)
     # L weight matrices and L caches are distinct tensors; x, h and s are buffers (once)
-    assert same(working_set(a), L * D**2 * b + L * S * D * b + 2 * B * D * b + B * S * b)
+    assert_formula_equal(working_set(a), L * D**2 * b + L * S * D * b + 2 * B * D * b + B * S * b)
     # traffic counts every occurrence: x read, h written and read, s written L times
-    assert same(a.bytes, L * (D**2 + S * D + 3 * B * D + B * S) * b)
+    assert_formula_equal(a.bytes, L * (D**2 + S * D + 3 * B * D + B * S) * b)
 
 
 def test_working_set_of_an_unrolled_stack_equals_the_repeated_one():
@@ -112,13 +111,13 @@ def test_working_set_of_an_unrolled_stack_equals_the_repeated_one():
     g.output(x)
     # unrolled: every intermediate is its own tensor; repeated: weights count reps times
     unrolled = working_set(analyze(g))
-    assert same(unrolled, reps * D**2 * b + (reps + 1) * B * D * b)
+    assert_formula_equal(unrolled, reps * D**2 * b + (reps + 1) * B * D * b)
     r = Graph("repeated")
     x = r.input("x", (B, D))
     with r.repeat(reps):
         y = r.gemm(x, r.weight("W", (D, D)), name="h")
     r.output(y)
-    assert same(working_set(analyze(r)) - unrolled, -(reps - 1) * B * D * b)
+    assert_formula_equal(working_set(analyze(r)) - unrolled, -(reps - 1) * B * D * b)
 
 
 def test_fused_intermediates_leave_the_working_set():
@@ -127,9 +126,9 @@ def test_fused_intermediates_leave_the_working_set():
     for i in range(3):
         t = g.elementwise(t, name=f"op{i}")
     g.output(t)
-    assert same(working_set(analyze(g)), 4 * n * b)
+    assert_formula_equal(working_set(analyze(g)), 4 * n * b)
     f = fuse(g, [{"op0", "op1", "op2"}])
-    assert same(working_set(analyze(f)), 2 * n * b)
+    assert_formula_equal(working_set(analyze(f)), 2 * n * b)
     # matches the simulator: the fused chain moves exactly its working set
     xs = list(range(10))
     run = sim.elementwise_chain(xs, [abs, abs, abs], fused=True)
@@ -143,4 +142,4 @@ def test_working_set_follows_the_traffic_convention():
         h = g.gemm(x, g.weight("W", (D, D)), name="h")
     g.output(h)
     only_weights = analyze(g, traffic=["weight"])
-    assert same(working_set(only_weights), L * D**2 * b)
+    assert_formula_equal(working_set(only_weights), L * D**2 * b)

@@ -13,6 +13,7 @@ import json
 import pytest
 import sympy as sp
 
+from symroof.testing import assert_formula_equal
 from symroof.errors import SymroofError
 from symroof.ir import Kind
 from symroof.models import from_hf_config, from_hf_dict, get, names, resolve, transformer
@@ -20,8 +21,6 @@ from symroof.symbols import B, D, G, H, L, S, V, b, d_ff
 from symroof.workloads.transformer import decode, weight_tensors
 
 
-def same(a: object, c: object) -> bool:
-    return sp.cancel(sp.sympify(a) - sp.sympify(c)) == 0
 
 
 # ---------------------------------------------------------------------------
@@ -30,10 +29,12 @@ def same(a: object, c: object) -> bool:
 
 def test_symbolic_transformer_params_is_12LD2():
     m = transformer(layers=L, d_model=D, heads=H)
-    assert same(m.params, 12 * L * D**2)
+    assert_formula_equal(m.params, 12 * L * D**2)
     # the seed's derivation: Q, K, V, O (4 D^2) plus the two MLP matrices (2 D d_ff), d_ff = 4D
-    assert same(m.params, L * (4 * D**2 + 2 * D * (4 * D)))
-    assert same(m.head_dim, D / H) and m.kv_heads == H and same(m.d_ff, 4 * D)
+    assert_formula_equal(m.params, L * (4 * D**2 + 2 * D * (4 * D)))
+    assert_formula_equal(m.head_dim, D / H)
+    assert m.kv_heads == H
+    assert_formula_equal(m.d_ff, 4 * D)
 
 
 def test_seed_preset_params_exact():
@@ -47,8 +48,8 @@ def test_seed_preset_params_exact():
 def test_gated_mlp_has_three_matrices():
     plain = transformer(layers=L, d_model=D, heads=H, d_ff=d_ff)
     gated = transformer(layers=L, d_model=D, heads=H, d_ff=d_ff, mlp="gated")
-    assert same(plain.params, L * (4 * D**2 + 2 * D * d_ff))
-    assert same(gated.params, L * (4 * D**2 + 3 * D * d_ff))
+    assert_formula_equal(plain.params, L * (4 * D**2 + 2 * D * d_ff))
+    assert_formula_equal(gated.params, L * (4 * D**2 + 3 * D * d_ff))
     mlp_weights = {t.name for t, _ in weight_tensors(gated) if t.name in {"W_up", "W_gate", "W_down"}}
     assert mlp_weights == {"W_up", "W_gate", "W_down"}
     assert gated.activation == "silu" and plain.activation == "gelu"
@@ -56,15 +57,15 @@ def test_gated_mlp_has_three_matrices():
 
 def test_gqa_params_and_kv_dim():
     m = transformer(layers=L, d_model=D, heads=H, kv_heads=G)
-    assert same(m.kv_dim, G * D / H)
-    assert same(m.params, L * (2 * D**2 + 2 * D * G * D / H + 8 * D**2))
+    assert_formula_equal(m.kv_dim, G * D / H)
+    assert_formula_equal(m.params, L * (2 * D**2 + 2 * D * G * D / H + 8 * D**2))
 
 
 def test_vocab_untied_and_tied():
     untied = transformer(layers=L, d_model=D, heads=H, vocab=V)
     tied = transformer(layers=L, d_model=D, heads=H, vocab=V, tied_embeddings=True)
-    assert same(untied.params, 12 * L * D**2 + 2 * V * D)
-    assert same(tied.params, 12 * L * D**2 + V * D)
+    assert_formula_equal(untied.params, 12 * L * D**2 + 2 * V * D)
+    assert_formula_equal(tied.params, 12 * L * D**2 + V * D)
 
 
 # ---------------------------------------------------------------------------
@@ -135,8 +136,8 @@ def test_seed_kv_per_token_and_per_sequence():
 
 
 def test_symbolic_kv_per_token():
-    assert same(transformer(layers=L, d_model=D, heads=H).kv_bytes_per_token, 2 * L * D * b)
-    assert same(transformer(layers=L, d_model=D, heads=H, kv_heads=G).kv_bytes_per_token,
+    assert_formula_equal(transformer(layers=L, d_model=D, heads=H).kv_bytes_per_token, 2 * L * D * b)
+    assert_formula_equal(transformer(layers=L, d_model=D, heads=H, kv_heads=G).kv_bytes_per_token,
                 2 * L * D * b * G / H)
 
 
@@ -158,9 +159,9 @@ def test_with_precision_moves_decode_bytes():
     sym = transformer(layers=L, d_model=D, heads=H)
     q = sym.with_precision(weights="int4", kv_cache="fp8", activations="bf16")
     dec = decode(q, B, S)
-    assert same(dec.bytes_by_kind[Kind.WEIGHT], 12 * L * D**2 / 2)
-    assert same(dec.bytes_by_kind[Kind.KV_CACHE], 2 * L * S * D * B * 1)
-    assert same(dec.flops, decode(sym, B, S).flops)
+    assert_formula_equal(dec.bytes_by_kind[Kind.WEIGHT], 12 * L * D**2 / 2)
+    assert_formula_equal(dec.bytes_by_kind[Kind.KV_CACHE], 2 * L * S * D * B * 1)
+    assert_formula_equal(dec.flops, decode(sym, B, S).flops)
 
 
 def test_with_precision_rejects_unknown_format():

@@ -1,4 +1,6 @@
-"""README.md stays true: its Python examples run and its CLI examples exit 0."""
+"""README.md stays true: its Python examples run, and each of its CLI examples prints
+exactly its golden output (tests/golden/readme/; regenerate with
+``python3 -m pytest tests/test_readme.py --update-golden`` and review the diff)."""
 
 from __future__ import annotations
 
@@ -28,11 +30,32 @@ def test_python_examples_run():
                 fn()
 
 
-@pytest.mark.parametrize("line", [ln for b in _blocks("sh") for ln in b.splitlines()
-                                  if ln.startswith("symroof ")])
-def test_cli_examples_exit_zero(line, capsys):
+GOLDEN = Path(__file__).resolve().parent / "golden" / "readme"
+CLI_LINES = [ln for b in _blocks("sh") for ln in b.splitlines() if ln.startswith("symroof ")]
+
+
+def _golden_name(line: str) -> str:
     argv = shlex.split(line.split("#")[0])[1:]
-    assert main(argv) == 0, capsys.readouterr().err
+    return re.sub(r"[^A-Za-z0-9.=,-]+", "_", "_".join(argv)).strip("_") + ".txt"
+
+
+@pytest.mark.parametrize("line", CLI_LINES)
+def test_cli_examples_match_their_golden_output(line, capsys, update_golden):
+    argv = shlex.split(line.split("#")[0])[1:]
+    code = main(argv)
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    path = GOLDEN / _golden_name(line)
+    if update_golden:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(captured.out, encoding="utf-8")
+    assert path.exists(), f"no golden output for {line!r}: run with --update-golden"
+    assert captured.out == path.read_text(encoding="utf-8"), f"{line!r} changed its output"
+
+
+def test_every_golden_file_belongs_to_a_readme_line():
+    expected = {_golden_name(line) for line in CLI_LINES}
+    assert {p.name for p in GOLDEN.glob("*.txt")} == expected
 
 
 def test_quick_start_main_job_is_the_decode_limit(capsys):

@@ -16,6 +16,7 @@ from fractions import Fraction
 import pytest
 import sympy as sp
 
+from symroof.testing import assert_formula_equal
 import symroof as sr
 from symroof.errors import SymroofError
 from symroof.ir import Kind
@@ -31,8 +32,6 @@ H100_HBM = Fraction("3.35") * 10**12
 H100_RIDGE = H100_BF16 / H100_HBM  # 295.34... FLOP/B
 
 
-def same(a: object, c: object) -> bool:
-    return sp.cancel(sp.sympify(a) - sp.sympify(c)) == 0
 
 
 def rand_point(rng: random.Random, symbols, lo: int = 1, hi: int = 10**5) -> dict:
@@ -93,7 +92,7 @@ def test_decode_limit_symbolic_model(sym_decode):
     assert sr.text(lim) == "(12*D/S + 2)/b"
     assert sr.evaluate(lim, {D: 4096, S: 1024, b: 2}) == 25
     # the seeds' own form before P ~ 12 L D^2: (2P + 4LSD) / (2bLSD)
-    assert same(lim, ((2 * P + 4 * L * S * D) / (2 * b * L * S * D)).subs(P, 12 * L * D**2))
+    assert_formula_equal(lim, ((2 * P + 4 * L * S * D) / (2 * b * L * S * D)).subs(P, 12 * L * D**2))
     # numerically the intensity approaches the limit from below at large batch
     rng = random.Random(11)
     for _ in range(20):
@@ -107,8 +106,8 @@ def test_decode_limit_seed_preset():
     seed = sr.models.get("seed-6.4b")
     dec = sr.workloads.decode(seed, batch=B, context=S)
     lim = sr.limit(dec.intensity, B)
-    assert same(lim, SEED_LIMIT.subs(D, 4096))
-    assert same(lim, sp.limit(dec.intensity, B, oo))
+    assert_formula_equal(lim, SEED_LIMIT.subs(D, 4096))
+    assert_formula_equal(lim, sp.limit(dec.intensity, B, oo))
     assert sr.evaluate(lim, {S: 1024, b: 2}) == 25
     assert sr.text(lim) == "(49152/S + 2)/b"
     # the seeds' B = 1 and B = 64 points at S = 1024, 16 bits: 1.0 and about 18
@@ -123,48 +122,51 @@ def test_decode_limit_gqa_scales_kv_term():
     # hand formula: the seeds' (2P + 4LSD) over KV bytes divided by h/g, with the
     # model's own parameter count (K and V projections shrink too)
     hand = (2 * mg.params + 4 * L * S * D) / (b * 2 * L * S * D * G / H)
-    assert same(lim, hand)
-    assert same(lim, sp.limit(dec.intensity, B, oo))
-    assert same(mg.params, 10 * L * D**2 + 2 * L * D**2 * G / H)
+    assert_formula_equal(lim, hand)
+    assert_formula_equal(lim, sp.limit(dec.intensity, B, oo))
+    assert_formula_equal(mg.params, 10 * L * D**2 + 2 * L * D**2 * G / H)
     # MHA (G = H) is the seeds' ceiling; MQA (G = 1) raises it by about H
-    assert same(lim.subs(G, H), SEED_LIMIT)
-    assert same(lim.subs(G, 1), (10 * D * H / S + 2 * D / S + 2 * H) / b)
+    assert_formula_equal(lim.subs(G, H), SEED_LIMIT)
+    assert_formula_equal(lim.subs(G, 1), (10 * D * H / S + 2 * D / S + 2 * H) / b)
     assert sr.text(lim) == "(10*D*H/(S*G) + 2*D/S + 2*H/G)/b"
 
 
 def test_gemm_limits():
     g = sr.workloads.gemm(M, N, K)
     inner = sr.limit(g.intensity, M)
-    assert same(inner, 2 * K * N / (b * (K + N)))
-    assert same(inner, sp.limit(g.intensity, M, oo))
+    assert_formula_equal(inner, 2 * K * N / (b * (K + N)))
+    assert_formula_equal(inner, sp.limit(g.intensity, M, oo))
     skinny = sr.limit(inner, K)
-    assert same(skinny, 2 * N / b) and same(skinny, sp.limit(inner, K, oo))
+    assert_formula_equal(skinny, 2 * N / b)
+    assert_formula_equal(skinny, sp.limit(inner, K, oo))
     assert sr.text(skinny) == "2*N/b"
     # order does not matter
-    assert same(sr.limit(sr.limit(g.intensity, K), M), skinny)
+    assert_formula_equal(sr.limit(sr.limit(g.intensity, K), M), skinny)
     # the seeds' 8192 x 128 x 8192 example: 124.1 FLOP/B, close to 2N/b = 128
     v = sr.evaluate(g.intensity, {M: 8192, N: 128, K: 8192, b: 2})
     assert float(v) == pytest.approx(124.1, abs=0.05)
     gv = sr.workloads.gemv(N, K)
     two = sr.limit(sr.limit(gv.intensity, N), K)
-    assert same(two, 2 / b) and sr.text(two) == "2/b"
-    assert same(two, sp.limit(sp.limit(gv.intensity, N, oo), K, oo))
+    assert_formula_equal(two, 2 / b)
+    assert sr.text(two) == "2/b"
+    assert_formula_equal(two, sp.limit(sp.limit(gv.intensity, N, oo), K, oo))
 
 
 def test_limit_to_zero_and_leading_term(sym_decode):
     I = sym_decode.intensity
     assert sr.limit(I, B, 0) == 0 == sp.limit(I, B, 0)
-    assert same(sr.limit(I, S, 0), 2 * B / b) and same(sp.limit(I, S, 0), 2 * B / b)
-    assert same(sr.limit(I, S), 2 / b)                  # long context: back to GEMV
+    assert_formula_equal(sr.limit(I, S, 0), 2 * B / b)
+    assert_formula_equal(sp.limit(I, S, 0), 2 * B / b)
+    assert_formula_equal(sr.limit(I, S), 2 / b)                  # long context: back to GEMV
     lt_oo = sr.leading_term(I, B)
     lt_0 = sr.leading_term(I, B, 0)
-    assert same(lt_oo, SEED_LIMIT)
-    assert same(lt_0, B * (6 * D + S) / (3 * D * b))
+    assert_formula_equal(lt_oo, SEED_LIMIT)
+    assert_formula_equal(lt_0, B * (6 * D + S) / (3 * D * b))
     # independent: the ratio to the leading term tends to 1
     assert sp.cancel(sp.limit(I / lt_oo, B, oo)) == 1
     assert sp.cancel(sp.limit(I / lt_0, B, 0)) == 1
-    assert same(sr.leading_term((B + 1) / B**2, B, 0), B**-2)
-    assert same(sr.leading_term((B + 1) / B**2, B), 1 / B)
+    assert_formula_equal(sr.leading_term((B + 1) / B**2, B, 0), B**-2)
+    assert_formula_equal(sr.leading_term((B + 1) / B**2, B), 1 / B)
     assert sr.leading_term(D * S, B) == D * S             # B does not occur
     # rational functions through leading terms, agreeing with sympy.limit
     for e, to in [((3 * B + 2) / (5 * B + 7), 0), ((3 * B + 2) / (5 * B + 7), oo),
@@ -187,20 +189,24 @@ def test_limit_bad_input():
 def test_attention_weight_crossover_symbolic(sym_model):
     dec1 = sr.workloads.decode(sym_model, batch=1, context=S)
     parts = dec1.flops_by_operand
-    assert same(parts["activation"], 4 * L * S * D) and same(parts["weight"], 2 * sym_model.params)
+    assert_formula_equal(parts["activation"], 4 * L * S * D)
+    assert_formula_equal(parts["weight"], 2 * sym_model.params)
     roots = sr.crossover(parts["activation"], parts["weight"], S)
     assert len(roots) == 1 and roots[0].always
-    assert same(roots[0].value, sym_model.params / (2 * L * D)) and same(roots[0].value, 6 * D)
+    assert_formula_equal(roots[0].value, sym_model.params / (2 * L * D))
+    assert_formula_equal(roots[0].value, 6 * D)
     assert check_root(parts["activation"], parts["weight"], roots[0], seed=1) == 25
     # the seeds' form, with P left as a symbol
     (c,) = sr.crossover(4 * L * S * D, 2 * P, S)
-    assert same(c.value, P / (2 * L * D)) and sr.text(c.value) == "P/(2*L*D)"
+    assert_formula_equal(c.value, P / (2 * L * D))
+    assert sr.text(c.value) == "P/(2*L*D)"
     assert sp.solve(sp.Eq(4 * L * S * D, 2 * P), S) == [c.value]
     assert check_root(4 * L * S * D, 2 * P, c, seed=2) == 25
     # Kaplan's 2 n_layer n_ctx d_model term: small while d_model > n_ctx / 12, i.e. the
     # crossover is at 12 D: about 49,000 tokens at width 4,096
     (k,) = sr.crossover(2 * L * S * D, 2 * 12 * L * D**2, S)
-    assert same(k.value, 12 * D) and sr.evaluate(k.value, {D: 4096}) == 49152
+    assert_formula_equal(k.value, 12 * D)
+    assert sr.evaluate(k.value, {D: 4096}) == 49152
 
 
 # Weight-GEMM sizes per layer (q, k, v, o, gate, up, down) and the LM head, from the
@@ -250,11 +256,12 @@ def test_decode_compute_bound_crossover(sym_decode):
     cond = c.conditions[0]
     # R < (12 D + 2 S)/(S b): the asymptotic intensity exceeds the ridge
     assert isinstance(cond, sp.StrictLessThan) and cond.lhs == R
-    assert same(cond.rhs, (12 * D + 2 * S) / (S * b)) and same(cond.rhs, SEED_LIMIT)
+    assert_formula_equal(cond.rhs, (12 * D + 2 * S) / (S * b))
+    assert_formula_equal(cond.rhs, SEED_LIMIT)
     # independent: sympy.solve
     (sol,) = sp.solve(sp.Eq(I, R), B)
-    assert same(sol, c.value)
-    assert same(c.value, 6 * D * R * b / (12 * D + 2 * S - R * S * b))
+    assert_formula_equal(sol, c.value)
+    assert_formula_equal(c.value, 6 * D * R * b / (12 * D + 2 * S - R * S * b))
     # the condition holds iff the root is positive, at random points on both sides
     rng = random.Random(3)
     seen = {True: 0, False: 0}
@@ -338,11 +345,13 @@ def test_crossover_complex_roots_are_dropped():
 
 def test_kv_weight_curve_symbolic(sym_decode):
     q = sym_decode.bytes_by_kind
-    assert same(q[Kind.KV_CACHE], 2 * b * B * L * S * D) and same(q[Kind.WEIGHT], 12 * L * D**2 * b)
+    assert_formula_equal(q[Kind.KV_CACHE], 2 * b * B * L * S * D)
+    assert_formula_equal(q[Kind.WEIGHT], 12 * L * D**2 * b)
     (curve,) = sr.crossover_curve(q[Kind.KV_CACHE], q[Kind.WEIGHT], B, S)
     assert curve.x == B and curve.y == S and not curve.conditions
-    assert same(curve.expr, 6 * D / B)
-    assert same(curve.invariant, 6 * D) and sr.text(curve.invariant) == "6*D"
+    assert_formula_equal(curve.expr, 6 * D / B)
+    assert_formula_equal(curve.invariant, 6 * D)
+    assert sr.text(curve.invariant) == "6*D"
     assert sp.solve(sp.Eq(q[Kind.KV_CACHE], q[Kind.WEIGHT]), S) == [curve.expr]
     rng = random.Random(5)
     for _ in range(20):
@@ -373,12 +382,12 @@ def test_kv_weight_curve_llama_3_70b():
     # of its rows are read; S*B is then not exactly constant
     dec = sr.workloads.decode(m.with_bytes(2), batch=B, context=S)
     q = dec.bytes_by_kind
-    assert same(q[Kind.WEIGHT], (m.params - 128256 * 8192) * 2 + 2 * 8192 * B)
+    assert_formula_equal(q[Kind.WEIGHT], (m.params - 128256 * 8192) * 2 + 2 * 8192 * B)
     (c2,) = sr.crossover_curve(q[Kind.KV_CACHE], q[Kind.WEIGHT], B, S)
-    assert same(c2.expr, (B + 8484257) / (20 * B))
+    assert_formula_equal(c2.expr, (B + 8484257) / (20 * B))
     assert c2.invariant is None                 # not a power law in B
-    assert sp.solve(sp.Eq(q[Kind.KV_CACHE], q[Kind.WEIGHT]), S) == [c2.expr] or \
-        same(sp.solve(sp.Eq(q[Kind.KV_CACHE], q[Kind.WEIGHT]), S)[0], c2.expr)
+    (solved,) = sp.solve(sp.Eq(q[Kind.KV_CACHE], q[Kind.WEIGHT]), S)   # SymPy's own solver
+    assert_formula_equal(solved, c2.expr)
     for Bv in (1, 16, 64, 512, 4096):
         Sv = c2.expr.xreplace({B: Bv})
         assert q[Kind.KV_CACHE].xreplace({B: Bv, S: Sv}) == q[Kind.WEIGHT].xreplace({B: Bv})
@@ -402,13 +411,13 @@ def test_no_overlap_at_most_twice_symbolic():
     tc, tm = F / peak, Q / bw
     serial = tc + tm
     (eq,) = sr.crossover(tc, tm, F)                      # F/pi = Q/beta
-    assert same(eq.value / Q, peak / bw)                  # exactly at the ridge I = pi/beta
+    assert_formula_equal(eq.value / Q, peak / bw)                  # exactly at the ridge I = pi/beta
     # compute-bound branch (tc >= tm): serial/max = 1 + tm/tc; = 2 only at the ridge
     (c,) = sr.crossover(serial / tc, 2, F)
-    assert same(c.value, eq.value)
+    assert_formula_equal(c.value, eq.value)
     # memory-bound branch (tm >= tc): serial/max = 1 + tc/tm
     (m,) = sr.crossover(serial / tm, 2, F)
-    assert same(m.value, eq.value)
+    assert_formula_equal(m.value, eq.value)
     # ratio 2 + eps in the compute branch would need I below the ridge (outside it) ...
     (c_eps,) = sr.crossover(serial / tc, 2 + eps, F)
     assert positive_condition(peak / bw - c_eps.value / Q) is True
@@ -451,8 +460,10 @@ def test_regimes_square_gemm_h100():
     # times: 3 n^2 b / beta and 2 n^3 / pi at b = 2 (bf16)
     hbm = sp.Rational(H100_HBM.numerator, H100_HBM.denominator)
     peak = sp.Rational(H100_BF16.numerator, H100_BF16.denominator)
-    assert same(mem.time_s, 6 * n**2 / hbm) and same(comp.time_s, 2 * n**3 / peak)
-    assert same(mem.attainable, hbm * 2 * n / 6) and comp.attainable == peak
+    assert_formula_equal(mem.time_s, 6 * n**2 / hbm)
+    assert_formula_equal(comp.time_s, 2 * n**3 / peak)
+    assert_formula_equal(mem.attainable, hbm * 2 * n / 6)
+    assert comp.attainable == peak
     # the two times agree at the boundary
     assert mem.time_s.xreplace({n: boundary}) == comp.time_s.xreplace({n: boundary})
     # a fixed size gets only its own branch
@@ -465,7 +476,8 @@ def test_sensitivity(sym_decode):
     assert sr.sensitivity(2 * n / (3 * b), b) == -1
     e = sr.sensitivity(sym_decode.intensity, B)
     hand = 1 - B * S / (B * S + 6 * D)          # d ln(B) - d ln(BS + 6D)
-    assert same(e, hand) and same(e, 6 * D / (B * S + 6 * D))
+    assert_formula_equal(e, hand)
+    assert_formula_equal(e, 6 * D / (B * S + 6 * D))
     assert sp.limit(e, B, oo) == 0 and sp.limit(e, B, 0) == 1
     # finite difference of ln I at random points
     rng = random.Random(7)
@@ -485,12 +497,12 @@ def test_theta_shazeer():
     layer = sr.models.transformer(layers=1, d_model=d, heads=H)
     dec = sr.workloads.decode(layer, batch=Bs, context=n)
     ratio = sp.cancel(dec.bytes / dec.flops / b)    # memory / arithmetic, in values
-    assert same(ratio, (6 * d + Bs * n) / (Bs * (12 * d + 2 * n)))
+    assert_formula_equal(ratio, (6 * d + Bs * n) / (Bs * (12 * d + 2 * n)))
     th = sr.theta(ratio, [(n, d)])
     assert th == n / d + 1 / Bs
     # independent: to first order in n/d the ratio is 1/(2 Bs) + n/(12 d) - ...
     eps = sp.Symbol("eps", positive=True)
     series = sp.series(ratio.xreplace({n: eps * n}), eps, 0, 2).removeO().xreplace({eps: 1})
-    assert same(series, 1 / (2 * Bs) + n / (12 * d) - n / (12 * Bs * d))
+    assert_formula_equal(series, 1 / (2 * Bs) + n / (12 * d) - n / (12 * Bs * d))
     # a dominated term is dropped, constants are set to 1
     assert sr.theta(3 * n / d + 1 / Bs + 1 / (Bs * d)) == n / d + 1 / Bs

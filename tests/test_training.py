@@ -11,18 +11,18 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from symroof.ir import Kind
+from symroof.testing import assert_formula_equal
+from symroof.errors import SymroofError
+from symroof.ir import Graph, Kind, Role
 from symroof.models import get, transformer
 from symroof.passes.backward import backward
-from symroof.symbols import B, D, G, H, L, S, V, b
+from symroof.symbols import B, D, G, H, K, L, M, N, S, V, b
 from symroof.workloads.transformer import ADAM, forward_graph, prefill, training, training_graph
 from symroof.footprint import memory
 
 TOKENS_GPT3 = 300 * 10**9
 
 
-def same(a: object, c: object) -> bool:
-    return sp.cancel(sp.sympify(a) - sp.sympify(c)) == 0
 
 
 MODELS = {
@@ -47,10 +47,10 @@ def test_weight_gemms_cost_6N_per_token():
     tr = training(m, B, S)
     poly = sp.Poly(sp.expand(tr.flops), S)
     # the part linear in S is the weight GEMMs: 6 FLOPs per weight per token
-    assert same(poly.coeff_monomial(S), 6 * m.params * B)
-    assert same(poly.coeff_monomial(S), 6 * 12 * L * D**2 * B)
+    assert_formula_equal(poly.coeff_monomial(S), 6 * m.params * B)
+    assert_formula_equal(poly.coeff_monomial(S), 6 * 12 * L * D**2 * B)
     # and with a one-token sequence, everything but the attention core is 6N
-    assert same(training(m, B, 1).flops, B * (6 * 12 * L * D**2 + 7 * L * D))
+    assert_formula_equal(training(m, B, 1).flops, B * (6 * 12 * L * D**2 + 7 * L * D))
 
 
 def test_training_symbolic_closed_form():
@@ -58,8 +58,8 @@ def test_training_symbolic_closed_form():
     # forward 2N + 2 L S D per token (causal half); backward twice the forward;
     # FlashAttention recomputes QK^T once more (L S D per token, causal half)
     expected = 3 * B * S * (2 * 12 * L * D**2 + 2 * L * S * D) + B * L * S**2 * D
-    assert same(training(m, B, S).flops, expected)
-    assert same(training(m, B, S, fused=False).flops, 3 * B * S * (24 * L * D**2 + 2 * L * S * D))
+    assert_formula_equal(training(m, B, S).flops, expected)
+    assert_formula_equal(training(m, B, S, fused=False).flops, 3 * B * S * (24 * L * D**2 + 2 * L * S * D))
 
 
 @pytest.mark.parametrize("name", sorted(set(MODELS) - {"moe"}))
@@ -69,11 +69,11 @@ def test_training_is_3x_forward_plus_recomputed_qk(name, causal):
     fwd = prefill(m, B, S, causal=causal)
     qk = fwd.per_op["scores"].flops                     # the forward's causal QK^T FLOPs
     assert qk != 0
-    assert same(training(m, B, S, causal=causal).flops, 3 * fwd.flops + qk)
+    assert_formula_equal(training(m, B, S, causal=causal).flops, 3 * fwd.flops + qk)
     # unfused attention saves the S x S matrices instead: exactly 3 x forward
-    assert same(training(m, B, S, causal=causal, fused=False).flops, 3 * fwd.flops)
+    assert_formula_equal(training(m, B, S, causal=causal, fused=False).flops, 3 * fwd.flops)
     # fused without recompute (S x S written out for backward): also 3 x forward
-    assert same(training(m, B, S, causal=causal, recompute=False).flops, 3 * fwd.flops)
+    assert_formula_equal(training(m, B, S, causal=causal, recompute=False).flops, 3 * fwd.flops)
 
 
 def test_moe_router_is_trained():
@@ -83,10 +83,10 @@ def test_moe_router_is_trained():
     m = MODELS["moe"]()
     fwd = prefill(m, B, S)
     router = fwd.per_op["router"].flops
-    assert same(router, 2 * B * S * 64 * 4 * 2)          # 2 T D E per layer, 2 layers
+    assert_formula_equal(router, 2 * B * S * 64 * 4 * 2)          # 2 T D E per layer, 2 layers
     qk = fwd.per_op["scores"].flops
-    assert same(training(m, B, S, fused=False).flops, 3 * fwd.flops)
-    assert same(training(m, B, S).flops, 3 * fwd.flops + qk)
+    assert_formula_equal(training(m, B, S, fused=False).flops, 3 * fwd.flops)
+    assert_formula_equal(training(m, B, S).flops, 3 * fwd.flops + qk)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
@@ -97,7 +97,7 @@ def test_every_weight_receives_a_gradient_and_an_optimizer_step(name):
     g = training_graph(m, 2, 8)
     assert set(g.provenance.training.gradients) == weights
     state = sum(g.count(t) * t.numel for t in g.inputs if t.kind == Kind.OPTIMIZER_STATE)
-    assert same(state, m.params)
+    assert_formula_equal(state, m.params)
 
 
 def test_backward_does_not_change_its_input():
@@ -146,7 +146,7 @@ def test_adam_state_is_12_bytes_per_parameter():
     m = transformer(layers=L, d_model=D, heads=H)
     g = training_graph(m, B, S)
     state_bytes = sum(g.count(t) * t.nbytes for t in g.inputs if t.kind == Kind.OPTIMIZER_STATE)
-    assert same(state_bytes, 12 * m.params)
+    assert_formula_equal(state_bytes, 12 * m.params)
 
 
 def test_training_traffic_of_state_and_gradients():
@@ -154,9 +154,9 @@ def test_training_traffic_of_state_and_gradients():
     tr = training(m, B, S)
     kinds = tr.bytes_by_kind
     # the optimizer reads its 12 bytes per parameter and writes them back once a step
-    assert same(kinds[Kind.OPTIMIZER_STATE], 2 * 12 * m.params)
+    assert_formula_equal(kinds[Kind.OPTIMIZER_STATE], 2 * 12 * m.params)
     # each gradient is written by its weight-gradient GEMM and read by the optimizer
-    assert same(kinds[Kind.GRADIENT], 2 * b * m.params)
+    assert_formula_equal(kinds[Kind.GRADIENT], 2 * b * m.params)
 
 
 @pytest.mark.parametrize("name", ["seed-6.4b", "llama-3-8b", "gpt2"])
@@ -174,8 +174,8 @@ def test_training_memory_16_bytes_per_parameter(name):
 def test_training_memory_symbolic():
     m = transformer(layers=L, d_model=D, heads=H)
     f = memory(m, batch=B, context=S, training=True)
-    assert same(f.weights + f.gradients + f.optimizer_state, (2 * b + 12) * 12 * L * D**2)
-    assert same((f.weights + f.gradients + f.optimizer_state).subs(b, 2) / m.params, 16)
+    assert_formula_equal(f.weights + f.gradients + f.optimizer_state, (2 * b + 12) * 12 * L * D**2)
+    assert_formula_equal((f.weights + f.gradients + f.optimizer_state).subs(b, 2) / m.params, 16)
 
 
 def test_weight_flops_of_a_training_step_are_6n_per_token():
@@ -186,3 +186,23 @@ def test_weight_flops_of_a_training_step_are_6n_per_token():
     parts = t.flops_by_operand
     assert sp.expand(parts["weight"] - 6 * 12 * L * D**2 * B * S) == 0
     assert sp.expand(parts["weight"] + parts["activation"] - t.flops) == 0
+
+
+def test_backward_refuses_a_graph_with_no_outputs():
+    g = Graph("no-outputs")
+    g.gemm(g.input("x", (M, K)), g.weight("W", (K, N)), name="y")   # y never marked output
+    with pytest.raises(SymroofError, match=r"backward: graph 'no-outputs' has no outputs"):
+        backward(g)
+
+
+def test_backward_records_typed_provenance_and_roles():
+    g = Graph("linear")
+    g.output(g.gemm(g.input("x", (M, K)), g.weight("W", (K, N)), name="y"))
+    t = backward(g)
+    assert g.provenance.training is None                  # the input graph is unchanged
+    assert t.provenance.training is not None
+    assert t.provenance.training.forward_ops == {"y"}
+    assert dict(t.provenance.training.gradients) == {"W": "d:W:y"}
+    assert {x.name for x in t.tensors if x.role is Role.GRADIENT} == {"d:y", "d:W:y", "d:x:y"}
+    with pytest.raises(SymroofError, match="already has a backward pass"):
+        backward(t)

@@ -13,6 +13,7 @@ from fractions import Fraction
 import pytest
 import sympy as sp
 
+from symroof.testing import assert_formula_equal
 import symroof as sr
 from symroof.errors import SymroofError
 from symroof.ir import Kind
@@ -24,8 +25,6 @@ P_SEED = 12 * L * D**2
 SEED_NUM = {L: 32, D: 4096, S: 1024, b: 2}
 
 
-def same(a: object, c: object) -> bool:
-    return sp.cancel(sp.sympify(a) - sp.sympify(c)) == 0
 
 
 @pytest.fixture(scope="module")
@@ -44,16 +43,16 @@ def seed_decode(seed_model):
 
 def test_decode_flops_and_bytes_symbolic(seed_decode):
     # seed 000: F = B (2P + 4 L S D),  Q = b P + 2 b B L S D, P = 12 L D^2
-    assert same(seed_decode.flops, B * (2 * P_SEED + 4 * L * S * D))
-    assert same(seed_decode.bytes, b * P_SEED + 2 * b * B * L * S * D)
-    assert same(seed_decode.bytes_by_kind[Kind.WEIGHT], b * P_SEED)
-    assert same(seed_decode.bytes_by_kind[Kind.KV_CACHE], 2 * b * B * L * S * D)
+    assert_formula_equal(seed_decode.flops, B * (2 * P_SEED + 4 * L * S * D))
+    assert_formula_equal(seed_decode.bytes, b * P_SEED + 2 * b * B * L * S * D)
+    assert_formula_equal(seed_decode.bytes_by_kind[Kind.WEIGHT], b * P_SEED)
+    assert_formula_equal(seed_decode.bytes_by_kind[Kind.KV_CACHE], 2 * b * B * L * S * D)
     assert Kind.ACTIVATION not in seed_decode.bytes_by_kind
 
 
 def test_decode_intensity_at_batch_1_is_2_over_b(seed_decode):
     # "At B = 1, I ~ 2/b": for this model it is exact
-    assert same(seed_decode.intensity.subs(B, 1), 2 / b)
+    assert_formula_equal(seed_decode.intensity.subs(B, 1), 2 / b)
     assert seed_decode.intensity.subs({**SEED_NUM, B: 1}) == 1
 
 
@@ -75,18 +74,18 @@ def test_decode_intensity_seed_values(seed_decode):
 
 def test_decode_preset_equals_symbolic(seed_decode):
     preset = decode(get("seed-6.4b"), B, S)
-    assert same(preset.flops, seed_decode.flops.subs({L: 32, D: 4096}))
-    assert same(preset.bytes, seed_decode.bytes.subs({L: 32, D: 4096}))
+    assert_formula_equal(preset.flops, seed_decode.flops.subs({L: 32, D: 4096}))
+    assert_formula_equal(preset.bytes, seed_decode.bytes.subs({L: 32, D: 4096}))
 
 
 def test_decode_limit_in_batch(seed_decode):
     expected = (12 * D / S + 2) / b
     engine = sr.limit(seed_decode.intensity, B)
     second = sp.limit(seed_decode.intensity, B, sp.oo)     # independent: SymPy's limit
-    assert same(engine, expected)
-    assert same(second, expected)
+    assert_formula_equal(engine, expected)
+    assert_formula_equal(second, expected)
     # the seed's intermediate form (2P + 4LSD) / (2 b L S D)
-    assert same(expected, (2 * P_SEED + 4 * L * S * D) / (2 * b * L * S * D))
+    assert_formula_equal(expected, (2 * P_SEED + 4 * L * S * D) / (2 * b * L * S * D))
     assert engine.subs(SEED_NUM) == 25
     # numerically: a huge batch sits just under the ceiling
     assert float(seed_decode.intensity.subs({**SEED_NUM, B: 10**9})) == pytest.approx(25, rel=1e-6)
@@ -103,15 +102,15 @@ def test_decode_batch_512_at_8192_context_levels_off(seed_decode):
 def test_decode_gqa_divides_kv_term():
     mha = decode(transformer(layers=L, d_model=D, heads=H), B, S)
     gqa = decode(transformer(layers=L, d_model=D, heads=H, kv_heads=G), B, S)
-    assert same(gqa.bytes_by_kind[Kind.KV_CACHE], 2 * b * B * L * S * D * G / H)
-    assert same(mha.bytes_by_kind[Kind.KV_CACHE] / gqa.bytes_by_kind[Kind.KV_CACHE], H / G)
+    assert_formula_equal(gqa.bytes_by_kind[Kind.KV_CACHE], 2 * b * B * L * S * D * G / H)
+    assert_formula_equal(mha.bytes_by_kind[Kind.KV_CACHE] / gqa.bytes_by_kind[Kind.KV_CACHE], H / G)
     # attention FLOPs still count all H query heads: 4 L S D per token
-    assert same(sp.Poly(sp.expand(gqa.flops), S).coeff_monomial(S), 4 * B * L * D)
+    assert_formula_equal(sp.Poly(sp.expand(gqa.flops), S).coeff_monomial(S), 4 * B * L * D)
     # the ceiling rises: the weight term over the smaller KV term
     p_gqa = L * (2 * D**2 + 2 * D * G * D / H + 8 * D**2)
     ceiling = sp.limit(gqa.intensity, B, sp.oo)
-    assert same(ceiling, (2 * p_gqa + 4 * L * S * D) / (2 * b * L * S * D * G / H))
-    assert same(sr.limit(gqa.intensity, B), ceiling)
+    assert_formula_equal(ceiling, (2 * p_gqa + 4 * L * S * D) / (2 * b * L * S * D * G / H))
+    assert_formula_equal(sr.limit(gqa.intensity, B), ceiling)
 
 
 def test_decode_mqa_raises_ceiling_by_heads():
@@ -127,17 +126,17 @@ def test_decode_mqa_raises_ceiling_by_heads():
 
 def test_decode_full_traffic_adds_activations(seed_model, seed_decode):
     full = decode(seed_model, B, S, traffic="full")
-    assert same(full.flops, seed_decode.flops)
+    assert_formula_equal(full.flops, seed_decode.flops)
     extra = sp.expand(full.bytes - seed_decode.bytes)
-    assert same(extra, full.bytes_by_kind[Kind.ACTIVATION])
+    assert_formula_equal(extra, full.bytes_by_kind[Kind.ACTIVATION])
     # hand count per layer, in units of B D b (one new token per sequence):
     # q/k/v proj read x and write q, k, v (6); scores reads q (1); pv writes o (1);
     # o_proj reads o, writes a (2); residual reads x, a, writes x' (3);
     # up reads x', writes 4D (5); gelu reads and writes 4D (8); down reads 4D, writes D (5);
     # residual reads x', y, writes (3)  ->  34
-    assert same(extra, 34 * B * D * L * b)
-    assert same(full.bytes_by_kind[Kind.WEIGHT], seed_decode.bytes_by_kind[Kind.WEIGHT])
-    assert same(full.bytes_by_kind[Kind.KV_CACHE], seed_decode.bytes_by_kind[Kind.KV_CACHE])
+    assert_formula_equal(extra, 34 * B * D * L * b)
+    assert_formula_equal(full.bytes_by_kind[Kind.WEIGHT], seed_decode.bytes_by_kind[Kind.WEIGHT])
+    assert_formula_equal(full.bytes_by_kind[Kind.KV_CACHE], seed_decode.bytes_by_kind[Kind.KV_CACHE])
 
 
 def test_decode_kv_write_adds_new_entries():
@@ -147,14 +146,15 @@ def test_decode_kv_write_adds_new_entries():
     written = decode(m, B, S, kv_write=True)
     # one new K and one new V row per layer, per sequence: 2 L G d_h B b_kv
     assert sp.expand(written.bytes - base.bytes) == sp.expand(2 * L * G * d_h * B * b_kv)
-    assert same(written.flops, base.flops)
+    assert_formula_equal(written.flops, base.flops)
 
 
 def test_decode_past_is_context_minus_one(seed_model):
     p = dim("p")
     for kw in ({}, {"traffic": "full"}, {"kv_write": True}):
         a, c = decode(seed_model, B, past=p, **kw), decode(seed_model, B, p + 1, **kw)
-        assert same(a.flops, c.flops) and same(a.bytes, c.bytes)
+        assert_formula_equal(a.flops, c.flops)
+        assert_formula_equal(a.bytes, c.bytes)
     assert decode(get("seed-6.4b"), 2, past=7).flops == decode(get("seed-6.4b"), 2, 8).flops
 
 
@@ -185,29 +185,29 @@ def test_seed_001_per_op_flops_gated_gqa():
     d, d_kv = D, G * d_h
     # QKV projection: 2 d (d + 2 d_kv), with d = n_heads d_head
     qkv = per_layer["q_proj"] + per_layer["k_proj"] + per_layer["v_proj"]
-    assert same(qkv, 2 * d * (H * d_h + 2 * d_kv))
-    assert same(qkv.subs(d_h, D / H), 2 * d * (d + 2 * G * D / H))
+    assert_formula_equal(qkv, 2 * d * (H * d_h + 2 * d_kv))
+    assert_formula_equal(qkv.subs(d_h, D / H), 2 * d * (d + 2 * G * D / H))
     # attention scores and attention @ V: 2 S d_head n_heads = 2 S d each
-    assert same(per_layer["scores"], 2 * S * d_h * H)
-    assert same(per_layer["pv"], 2 * S * d_h * H)
-    assert same(per_layer["scores"].subs(d_h, D / H), 2 * S * d)
+    assert_formula_equal(per_layer["scores"], 2 * S * d_h * H)
+    assert_formula_equal(per_layer["pv"], 2 * S * d_h * H)
+    assert_formula_equal(per_layer["scores"].subs(d_h, D / H), 2 * S * d)
     # output projection 2 d d
-    assert same(per_layer["o_proj"].subs(d_h, D / H), 2 * d * d)
+    assert_formula_equal(per_layer["o_proj"].subs(d_h, D / H), 2 * d * d)
     # FFN (SwiGLU, 3 matrices): 2 * 3 * d * d_ff
-    assert same(per_layer["gate"] + per_layer["up"] + per_layer["down"], 2 * 3 * d * d_ff)
+    assert_formula_equal(per_layer["gate"] + per_layer["up"] + per_layer["down"], 2 * 3 * d * d_ff)
     # LM head 2 d V, once (not per layer)
-    assert same(ops["lm_head"], 2 * d * V)
+    assert_formula_equal(ops["lm_head"], 2 * d * V)
     # nothing else carries FLOPs under the contraction convention
     rest = set(ops) - {"q_proj", "k_proj", "v_proj", "scores", "pv", "o_proj", "gate", "up",
                        "down", "lm_head"}
     assert all(ops[k] == 0 for k in rest)
-    assert same(sum(ops.values()), dec.flops)
+    assert_formula_equal(sum(ops.values()), dec.flops)
 
 
 def test_seed_001_mha_collapses_to_2P_plus_4LSd(seed_model):
     # "For MHA with d_ff = 4d this collapses to 2 P + 4 L S d" (per token)
     dec = decode(seed_model, 1, S)
-    assert same(dec.flops, 2 * seed_model.params + 4 * L * S * D)
+    assert_formula_equal(dec.flops, 2 * seed_model.params + 4 * L * S * D)
 
 
 @pytest.mark.parametrize("name,seed_value", [("llama-3-8b", 30_500), ("llama-3-70b", 53_400)])
@@ -230,13 +230,13 @@ def test_kaplan_per_token_counts(seed_model):
     # Kaplan's 2 n_layer n_ctx d_model is the causal average: prefill with the masked
     # half skipped gives exactly that per token ...
     pre = prefill(seed_model, B, S, causal="half")
-    assert same(pre.flops / (B * S), 2 * n + 2 * L * S * D)
+    assert_formula_equal(pre.flops / (B * S), 2 * n + 2 * L * S * D)
     # ... while one decode step at context n_ctx attends to all of it: 4 L S D per token
     dec = decode(seed_model, B, S)
-    assert same(dec.flops / B, 2 * n + 4 * L * S * D)
+    assert_formula_equal(dec.flops / B, 2 * n + 4 * L * S * D)
     # and the unmasked prefill rectangle also gives 4 L S D per token
     full = prefill(seed_model, B, S, causal=False)
-    assert same(full.flops / (B * S), 2 * n + 4 * L * S * D)
+    assert_formula_equal(full.flops / (B * S), 2 * n + 4 * L * S * D)
 
 
 def test_exact_causal_prefill_is_the_average_of_decode_steps():
@@ -275,10 +275,10 @@ def test_kaplan_crossover_gpt3_6_7b_preset_non_embedding():
 def test_prefill_seed_001_approximation(seed_model):
     # "prefill FLOPs ~ 2 P S + 2 L S^2 d" (causal: half the S x S products skipped)
     pre = prefill(seed_model, 1, S)
-    assert same(pre.flops, 2 * P_SEED * S + 2 * L * S**2 * D)
-    assert same(prefill(seed_model, B, S).flops, B * pre.flops)
-    assert same(prefill(seed_model, 1, S, causal=False).flops, 2 * P_SEED * S + 4 * L * S**2 * D)
-    assert same(prefill(seed_model, 1, S, causal="exact").flops,
+    assert_formula_equal(pre.flops, 2 * P_SEED * S + 2 * L * S**2 * D)
+    assert_formula_equal(prefill(seed_model, B, S).flops, B * pre.flops)
+    assert_formula_equal(prefill(seed_model, 1, S, causal=False).flops, 2 * P_SEED * S + 4 * L * S**2 * D)
+    assert_formula_equal(prefill(seed_model, 1, S, causal="exact").flops,
                 2 * P_SEED * S + 2 * L * S * (S + 1) * D)
 
 
@@ -291,19 +291,19 @@ def test_prefill_is_compute_bound_decode_is_not(seed_model):
 def test_prefill_logits_last_vs_all():
     m = transformer(layers=L, d_model=D, heads=H, vocab=V)
     all_, last = prefill(m, B, S), prefill(m, B, S, logits="last")
-    assert same(all_.flops - last.flops, 2 * B * D * V * (S - 1))
-    assert same(last.flops, B * (2 * P_SEED * S + 2 * L * S**2 * D) + 2 * B * D * V)
+    assert_formula_equal(all_.flops - last.flops, 2 * B * D * V * (S - 1))
+    assert_formula_equal(last.flops, B * (2 * P_SEED * S + 2 * L * S**2 * D) + 2 * B * D * V)
     assert sp.expand(all_.bytes - last.bytes).subs({B: 1, S: 2, D: 8, V: 16, L: 1, b: 2}) > 0
     none = prefill(m, B, S, logits="none")
-    assert same(none.flops, B * (2 * P_SEED * S + 2 * L * S**2 * D))
+    assert_formula_equal(none.flops, B * (2 * P_SEED * S + 2 * L * S**2 * D))
     with pytest.raises(SymroofError):
         prefill(m, B, S, logits="first")
 
 
 def test_prefill_unfused_attention_adds_4hS2b_per_layer(seed_model):
     fused, unfused = prefill(seed_model, B, S), prefill(seed_model, B, S, fused=False)
-    assert same(fused.flops, unfused.flops)
-    assert same(unfused.bytes - fused.bytes, 4 * H * S**2 * b * L * B)
+    assert_formula_equal(fused.flops, unfused.flops)
+    assert_formula_equal(unfused.bytes - fused.bytes, 4 * H * S**2 * b * L * B)
 
 
 def test_prefill_tokens(seed_model):

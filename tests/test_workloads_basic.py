@@ -14,6 +14,7 @@ import pytest
 import sympy as sp
 
 from oracles import loopnest
+from symroof.testing import assert_formula_equal
 from symroof.errors import SymroofError
 from symroof.ir import Kind
 from symroof.symbols import C, H, K, M, N, b, dim, n
@@ -24,8 +25,6 @@ R, S_f, Wd, T_st = dim("R"), dim("S_f"), dim("W"), dim("T")
 Nb = dim("N")   # batch of images (the same symbol as N; named for readability)
 
 
-def same(a: object, c: object) -> bool:
-    return sp.cancel(sp.sympify(a) - sp.sympify(c)) == 0
 
 
 def seed_gemm_intensity(m: int, n_: int, k: int, bpv: int) -> Fraction:
@@ -44,31 +43,32 @@ def at(expr: sp.Expr, **values: int) -> sp.Expr:
 
 def test_gemm_formulas():
     g = gemm(M, N, K)
-    assert same(g.flops, 2 * M * N * K)
+    assert_formula_equal(g.flops, 2 * M * N * K)
     # read A (M*K) + read B (K*N) + write C (M*N)
-    assert same(g.bytes, b * (M * K + K * N + M * N))
-    assert same(g.bytes_read, b * (M * K + K * N)) and same(g.bytes_written, b * M * N)
-    assert same(g.intensity, 2 * M * N * K / (b * (M * K + K * N + M * N)))
-    assert same(g.bytes_by_kind[Kind.WEIGHT], K * N * b)
-    assert same(gemm(M, N, K, flops="one_per_mac").flops, M * N * K)
-    assert same(gemm(M, N, K, flops="exact").flops, M * N * (2 * K - 1))
+    assert_formula_equal(g.bytes, b * (M * K + K * N + M * N))
+    assert_formula_equal(g.bytes_read, b * (M * K + K * N))
+    assert_formula_equal(g.bytes_written, b * M * N)
+    assert_formula_equal(g.intensity, 2 * M * N * K / (b * (M * K + K * N + M * N)))
+    assert_formula_equal(g.bytes_by_kind[Kind.WEIGHT], K * N * b)
+    assert_formula_equal(gemm(M, N, K, flops="one_per_mac").flops, M * N * K)
+    assert_formula_equal(gemm(M, N, K, flops="exact").flops, M * N * (2 * K - 1))
 
 
 def test_batched_gemm():
     Bt = dim("B")
     g = gemm(M, N, K, batch=Bt)
-    assert same(g.flops, 2 * Bt * M * N * K)
+    assert_formula_equal(g.flops, 2 * Bt * M * N * K)
     # every operand is per batch element: B * (A + B + C)
-    assert same(g.bytes, Bt * b * (M * K + K * N + M * N))
-    assert same(g.intensity, gemm(M, N, K).intensity)     # batching independent products
-    assert same(gemm(M, N, K, batch=1).flops, 2 * M * N * K)
+    assert_formula_equal(g.bytes, Bt * b * (M * K + K * N + M * N))
+    assert_formula_equal(g.intensity, gemm(M, N, K).intensity)     # batching independent products
+    assert_formula_equal(gemm(M, N, K, batch=1).flops, 2 * M * N * K)
 
 
 def test_square_gemm_intensity_is_2n_over_3b():
     sq = gemm(n, n, n)
-    assert same(sq.intensity, 2 * n / (3 * b))
+    assert_formula_equal(sq.intensity, 2 * n / (3 * b))
     # second computation: the general formula at M = N = K = n, and its slope in n
-    assert same(gemm(M, N, K).intensity.subs({M: n, N: n, K: n}), 2 * n / (3 * b))
+    assert_formula_equal(gemm(M, N, K).intensity.subs({M: n, N: n, K: n}), 2 * n / (3 * b))
     assert sp.limit(sq.intensity / n, n, oo) == 2 / (3 * b)
 
 
@@ -94,11 +94,11 @@ def test_skinny_gemm_tends_to_2N_over_b():
 
 def test_gemv_is_gemm_with_M_1():
     v = gemv(N, K)
-    assert same(v.flops, 2 * N * K)
+    assert_formula_equal(v.flops, 2 * N * K)
     # read x (K) + read W (K*N) + write y (N)
-    assert same(v.bytes, b * (K + K * N + N))
-    assert same(v.intensity, gemm(1, N, K).intensity)
-    assert same(v.intensity, gemm(M, N, K).intensity.subs(M, 1))
+    assert_formula_equal(v.bytes, b * (K + K * N + N))
+    assert_formula_equal(v.intensity, gemm(1, N, K).intensity)
+    assert_formula_equal(v.intensity, gemm(M, N, K).intensity.subs(M, 1))
 
 
 def test_gemv_intensity_tends_to_2_over_b():
@@ -149,20 +149,20 @@ def test_seed_figures_to_printed_precision():
 
 def test_seed_square_gemm_n_over_3_at_two_bytes():
     """Seed 001: with FP16 bytes, I = MNK/(MK+KN+MN) and the square case is n/3."""
-    assert same(gemm(n, n, n).intensity.subs(b, 2), n / 3)
-    assert same(gemm(M, N, K, b=2).intensity, M * N * K / (M * K + K * N + M * N))
+    assert_formula_equal(gemm(n, n, n).intensity.subs(b, 2), n / 3)
+    assert_formula_equal(gemm(M, N, K, b=2).intensity, M * N * K / (M * K + K * N + M * N))
 
 
 def test_seed_relu_over_16M_values():
     sixteen_m = 16 * 2**20
     relu = elementwise(sixteen_m)
     assert relu.flops == sixteen_m
-    assert same(relu.bytes, 2 * sixteen_m * b)         # 1 read + 1 write per value
-    assert same(relu.intensity, 1 / (2 * b))
+    assert_formula_equal(relu.bytes, 2 * sixteen_m * b)         # 1 read + 1 write per value
+    assert_formula_equal(relu.intensity, 1 / (2 * b))
     assert relu.intensity.subs(b, 2) == sp.Rational(1, 4)
     assert elementwise(sixteen_m, b=2).intensity == sp.Rational(1, 4)
     # size-independent: the symbolic intensity does not contain n
-    assert same(elementwise(n).intensity, 1 / (2 * b))
+    assert_formula_equal(elementwise(n).intensity, 1 / (2 * b))
     assert n not in elementwise(n).intensity.free_symbols
     # second computation: the loop nest over a few values, scaled
     run = loopnest.relu([3, -1, 0, 5])
@@ -184,7 +184,7 @@ def test_seed_convention_gap_at_K_4096():
     two = gemm(M, N, K).flops
     exact = gemm(M, N, K, flops="exact").flops
     gap = sp.cancel((two - exact) / two)
-    assert same(gap, 1 / (2 * K))                      # (2K - (2K-1)) / (2K)
+    assert_formula_equal(gap, 1 / (2 * K))                      # (2K - (2K-1)) / (2K)
     at_4096 = gap.subs(K, 4096)
     assert at_4096 == sp.Rational(1, 8192)
     assert float(100 * at_4096) == pytest.approx(0.0122, rel=1e-3)   # percent
@@ -197,11 +197,11 @@ def test_seed_convention_gap_at_K_4096():
 
 def test_elementwise_inputs_and_flops_per_element():
     add = elementwise(n, inputs=2)
-    assert same(add.flops, n)
-    assert same(add.bytes, 3 * n * b)                  # 2 reads + 1 write
-    assert same(add.intensity, 1 / (3 * b))
+    assert_formula_equal(add.flops, n)
+    assert_formula_equal(add.bytes, 3 * n * b)                  # 2 reads + 1 write
+    assert_formula_equal(add.intensity, 1 / (3 * b))
     gelu = elementwise(n, flops_per_element=8)
-    assert same(gelu.intensity, 4 / b)                 # 8n / (2 n b)
+    assert_formula_equal(gelu.intensity, 4 / b)                 # 8n / (2 n b)
     for bad in (0, -1, 1.5, True):
         with pytest.raises(SymroofError, match=r"elementwise inputs"):
             elementwise(n, inputs=bad)
@@ -216,12 +216,13 @@ def test_conv2d_explicit_and_implicit_formulas():
     im = conv2d(Nb, C, H, Wd, K, (R, S_f), lowering="implicit")
     P, Q = H - R + 1, Wd - S_f + 1
     crs, npq = C * R * S_f, Nb * P * Q
-    assert same(ex.flops, 2 * K * crs * npq) and same(im.flops, ex.flops)
+    assert_formula_equal(ex.flops, 2 * K * crs * npq)
+    assert_formula_equal(im.flops, ex.flops)
     x_b, w_b, y_b = Nb * C * H * Wd * b, K * crs * b, K * npq * b
     # implicit: read X + read W + write Y
-    assert same(im.bytes, x_b + w_b + y_b)
+    assert_formula_equal(im.bytes, x_b + w_b + y_b)
     # explicit: also write the column matrix and read it back
-    assert same(ex.bytes, x_b + w_b + y_b + 2 * crs * npq * b)
+    assert_formula_equal(ex.bytes, x_b + w_b + y_b + 2 * crs * npq * b)
     assert sp.cancel(im.intensity - ex.intensity).subs(
         {Nb: 1, C: 3, H: 32, Wd: 32, K: 64, R: 3, S_f: 3, b: 2}) > 0
 
@@ -232,7 +233,7 @@ def test_conv2d_duplicates_each_input_up_to_RS_times():
     ratio = (C * R * S_f * Nb * P * Q) / (Nb * C * H * Wd)
     ex = conv2d(Nb, C, H, Wd, K, (R, S_f))
     col = next(t for t in ex.graph.tensors if t.name == "im2col")
-    assert same(col.numel / (Nb * C * H * Wd), ratio)
+    assert_formula_equal(col.numel / (Nb * C * H * Wd), ratio)
     assert sp.limit(sp.limit(ratio, H, oo), Wd, oo) == R * S_f
 
 
@@ -255,7 +256,7 @@ def test_conv2d_numbers_stride_and_padding():
 def test_conv2d_symbolic_stride_is_an_assumption():
     wl = conv2d(Nb, C, H, Wd, K, (R, S_f), stride=T_st)
     assert any("divides" in a for a in wl.assumptions)
-    assert same(wl.flops, 2 * K * C * R * S_f * Nb * ((H - R) / T_st + 1) * ((Wd - S_f) / T_st + 1))
+    assert_formula_equal(wl.flops, 2 * K * C * R * S_f * Nb * ((H - R) / T_st + 1) * ((Wd - S_f) / T_st + 1))
 
 
 @pytest.mark.parametrize("kwargs, fragment", [

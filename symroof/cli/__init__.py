@@ -11,10 +11,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from symroof import __version__
 from symroof.cli import derive, hardware, solve
 from symroof.cli.common import Command, Parser
 from symroof.errors import SymroofError
+from symroof.version import __version__
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 

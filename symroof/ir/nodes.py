@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar, TypeVar, Union
+from typing import Any, ClassVar, TypeVar, Union, dataclass_transform
 
 import sympy as sp
 
@@ -62,20 +62,21 @@ class OpGroup(StrEnum):
     DATA_MOVEMENT = "data_movement"  # copies and rearranges values, no arithmetic
 
 
+@dataclass_transform(frozen_default=True)
 def node(cls: type[T]) -> type[T]:
     """A frozen dataclass whose hash is computed once (nodes are hashed on every graph
     lookup, and hashing their SymPy fields dominates large derivations)."""
     cls = dataclass(frozen=True)(cls)
-    field_hash: Callable[[Any], int] = cls.__hash__  # type: ignore[assignment]
+    field_hash: Callable[[Any], int] = cls.__hash__
 
     def __hash__(self: Any) -> int:
         cached = self.__dict__.get("_hash")
         if cached is None:
             cached = field_hash(self)
             object.__setattr__(self, "_hash", cached)
-        return cached  # type: ignore[no-any-return]
+        return cached
 
-    cls.__hash__ = __hash__  # type: ignore[assignment]
+    cls.__hash__ = __hash__  # type: ignore[method-assign]
     return cls
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import tomllib
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from symroof import hardware
 from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec
 from symroof.hardware.spec import parse_spec
@@ -176,9 +178,8 @@ def _value(v: object) -> str:
 
 def shipped_hardware_dir() -> Path:
     """The package's own hardware directory (published specs only)."""
-    import symroof.hardware
 
-    return Path(symroof.hardware.__file__).resolve().parent
+    return Path(hardware.__file__).resolve().parent
 
 
 def write_chip_file(machine: Machine, path: str | os.PathLike[str], *, name: str | None = None,
@@ -200,7 +201,6 @@ def write_chip_file(machine: Machine, path: str | os.PathLike[str], *, name: str
     if target.exists() and not overwrite:
         raise SymroofError(f"{os.fspath(path)}: file exists; pass overwrite=True to replace it")
     text = chip_toml(machine, name=name)
-    import tomllib
 
     parse_spec(tomllib.loads(text), os.fspath(path))     # never leave an unloadable file
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -8,18 +8,22 @@ the presentation layer's job.
 
 from __future__ import annotations
 
+# imports inside functions: numpy, torch, transformers and threadpoolctl load only when a
+# measurement runs (torch and transformers are optional; numpy costs every command start-up)
+
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from symroof.errors import SymroofError
-from symroof import roofline
+from symroof.evaluate import roofline
 from symroof.hardware import HardwareSpec, get, load
 from symroof.measure.kernels import (NUMPY_DTYPES, cache_flusher, check_gemm, gemm_kernel,
                                      resolve_device)
+from symroof.measure.chipfile import machine_spec
 from symroof.measure.machine import Machine
-from symroof.measure.probe import Load, LoadMeter
+from symroof.measure.probe import Load, LoadMeter, blas_info, host_info
 from symroof.measure.timing import Timing, time_call
 from symroof.workloads import gemm
 
@@ -149,7 +153,6 @@ def m_sweep(n: int = 4096, k: int | None = None,
 def target_spec(hw: Machine | HardwareSpec | str) -> HardwareSpec:
     """The spec a bound uses: a measured Machine's own, a spec, a ``.toml`` file or a name."""
     if isinstance(hw, Machine):
-        from symroof.measure.chipfile import machine_spec
 
         return machine_spec(hw)
     if isinstance(hw, HardwareSpec):
@@ -230,7 +233,6 @@ def _flusher(device: str) -> Any:
 
         junk = torch.empty(1 << 28, dtype=torch.int8, device="cuda")
         return lambda: junk.zero_()
-    from symroof.measure.probe import host_info
 
     # 8x the caches: AMD's L3 is a victim cache and keeps part of the operands after a
     # flush of only twice its size (measured: a 16 MiB GEMV ran at 58 GB/s after writing
@@ -245,7 +247,6 @@ def _threads(library: str, device: str) -> int | None:
         import torch
 
         return int(torch.get_num_threads())
-    from symroof.measure.probe import blas_info
 
     return blas_info().threads
 

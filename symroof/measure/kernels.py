@@ -7,6 +7,9 @@ asynchronous devices.
 
 from __future__ import annotations
 
+# imports inside functions: numpy, torch, transformers and threadpoolctl load only when a
+# measurement runs (torch and transformers are optional; numpy costs every command start-up)
+
 from collections.abc import Callable
 from dataclasses import dataclass
 

@@ -9,14 +9,17 @@ write-allocate cache performs before each written line is not counted.
 
 from __future__ import annotations
 
+# imports inside functions: numpy, torch, transformers and threadpoolctl load only when a
+# measurement runs (torch and transformers are optional; numpy costs every command start-up)
+
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from symroof.errors import SymroofError
-from symroof.measure.kernels import (STREAM_ARRAYS, STREAM_KERNELS, default_libraries,
-                                     default_precisions, gemm_kernel, resolve_device,
-                                     stream_kernel)
+from symroof.measure.kernels import (NUMPY_DTYPES, STREAM_ARRAYS, STREAM_KERNELS,
+                                     TORCH_DTYPES, default_libraries, default_precisions,
+                                     gemm_kernel, resolve_device, stream_kernel)
 from symroof.measure.probe import (BlasInfo, CacheLevel, HostInfo, Load, LoadMeter, TorchInfo,
                                    blas_info, host_info, torch_info)
 from symroof.measure.timing import Timing, time_call
@@ -126,7 +129,6 @@ class Machine:
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON (the host's caches as lists of fields)."""
-        from dataclasses import asdict
 
         return {"host": asdict(self.host), "device": self.device,
                 "device_name": self.device_name, "memory_bytes": self.memory_bytes,
@@ -267,7 +269,6 @@ def _wanted(library: str, device: str, precisions: Sequence[str] | None) -> tupl
     own = default_precisions(library, device)
     if precisions is None:
         return own
-    from symroof.measure.kernels import NUMPY_DTYPES, TORCH_DTYPES
 
     table = NUMPY_DTYPES if library == "numpy" else TORCH_DTYPES
     return tuple(p for p in precisions if p in table and not (p == "tf32" and device != "cuda"))

@@ -9,6 +9,9 @@ transformers are optional and imported only here, lazily.
 
 from __future__ import annotations
 
+# imports inside functions: numpy, torch, transformers and threadpoolctl load only when a
+# measurement runs (torch and transformers are optional; numpy costs every command start-up)
+
 import inspect
 import json
 import os
@@ -17,12 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from symroof.errors import SymroofError
-from symroof import roofline
+from symroof.evaluate import roofline
 from symroof.hardware import HardwareSpec
 from symroof.measure.gemm import target_spec
 from symroof.measure.kernels import TORCH_DTYPES, resolve_device
 from symroof.measure.machine import Machine
-from symroof.measure.probe import Load, LoadMeter, require_transformers
+from symroof.measure.probe import Load, LoadMeter, cpu_model, require_transformers
 from symroof.measure.timing import Timing, time_call
 from symroof.models import from_hf_dict
 from symroof.workloads import decode, prefill
@@ -290,6 +293,5 @@ def _cache_of(output: Any) -> Any:
 
 
 def _cpu_name() -> str:
-    from symroof.measure.probe import cpu_model
 
     return cpu_model()

@@ -7,6 +7,9 @@ transformers) are imported lazily.
 
 from __future__ import annotations
 
+# imports inside functions: numpy, torch, transformers and threadpoolctl load only when a
+# measurement runs (torch and transformers are optional; numpy costs every command start-up)
+
 import ctypes
 import datetime
 import glob

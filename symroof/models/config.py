@@ -131,7 +131,7 @@ class TransformerModel:
                                  ("activation_bytes", activations)):
             if prec is not None:
                 changes[field_name] = bytes_per_value(prec)
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return replace(self, **changes)
 
     def with_bytes(self, value: object) -> TransformerModel:
         """The same model with one bytes-per-value (number or symbol) for every kind."""
@@ -171,14 +171,18 @@ def transformer(*, layers: object, d_model: object, heads: object, kv_heads: obj
     d = as_dim(d_model, f"model {name!r} d_model")
     h = as_dim(heads, f"model {name!r} heads")
     hd = d / h if head_dim is None else head_dim
+    kind = option(MlpKind, mlp, f"model {name!r} mlp")
     return TransformerModel(
-        name=name, layers=layers, d_model=d, heads=h,  # type: ignore[arg-type]
-        kv_heads=h if kv_heads is None else kv_heads, head_dim=hd,  # type: ignore[arg-type]
-        d_ff=4 * d if d_ff is None else d_ff, vocab=vocab, mlp=mlp,  # type: ignore[arg-type]
-        activation=activation or ("silu" if mlp == "gated" else "gelu"),  # type: ignore[arg-type]
-        norm=norm,  # type: ignore[arg-type]
+        name=name, layers=layers, d_model=d, heads=h,
+        kv_heads=h if kv_heads is None else kv_heads, head_dim=hd,
+        d_ff=4 * d if d_ff is None else d_ff, vocab=vocab, mlp=kind,
+        activation=option(Activation, activation or ("silu" if kind is MlpKind.GATED else "gelu"),
+                          f"model {name!r} activation"),
+        norm=None if norm is None else option(Norm, norm, f"model {name!r} norm"),
         tied_embeddings=tied_embeddings, qkv_bias=biases or qkv_bias, o_bias=biases,
-        mlp_bias=biases, positions=positions,
-        max_positions=max_positions, experts=experts, experts_per_token=experts_per_token,  # type: ignore[arg-type]
-        weight_bytes=bytes_per_value, activation_bytes=bytes_per_value,  # type: ignore[arg-type]
-        kv_bytes=bytes_per_value)  # type: ignore[arg-type]
+        mlp_bias=biases,
+        positions=None if positions is None else option(Positions, positions,
+                                                        f"model {name!r} positions"),
+        max_positions=max_positions, experts=experts, experts_per_token=experts_per_token,
+        weight_bytes=bytes_per_value, activation_bytes=bytes_per_value,
+        kv_bytes=bytes_per_value)

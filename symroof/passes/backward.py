@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import sympy as sp
 
@@ -180,7 +181,8 @@ class _Run:
 # ---------------------------------------------------------------------------
 # gradient rules, one per op type
 
-GradientRule = Callable[["_Run", Op, Tensor], None]
+#: A rule takes the run, its own op type (hence Any) and the gradient of the op's output.
+GradientRule = Callable[["_Run", Any, Tensor], None]
 GRADIENT_RULES: RuleTable[GradientRule] = RuleTable("gradient", "symroof.passes.backward.gradient_rule")
 gradient_rule = GRADIENT_RULES.register
 
@@ -276,4 +278,5 @@ def _with_operands(op: Op, name: str, ins: dict[str, Tensor], outs: tuple[Tensor
         value = getattr(op, f)
         changes[f] = (tuple(ins[x.name] for x in value) if isinstance(value, tuple)
                       else ins[value.name])
-    return replace(op, name=name, out=outs[0], **changes)  # type: ignore[arg-type]
+    changes["out"] = outs[0]  # every op writes one output field, out
+    return replace(op, name=name, **changes)

@@ -17,11 +17,10 @@ from typing import Any
 
 import jinja2
 
+from symroof.errors import SymroofError
+
 __all__ = ["environment", "render"]
 
-_LATEX_DELIMITERS = dict(block_start_string="((*", block_end_string="*))",
-                         variable_start_string="(((", variable_end_string=")))",
-                         comment_start_string="((=", comment_end_string="=))")
 
 
 @cache
@@ -29,13 +28,16 @@ def environment(flavour: str) -> jinja2.Environment:
     """The environment for ``flavour``: ``"tex"``, ``"xml"`` (SVG, HTML) or ``"text"``
     (Markdown, plain text)."""
     if flavour not in ("tex", "xml", "text"):
-        raise ValueError(f"template flavour {flavour!r}: expected tex, xml or text")
-    env = jinja2.Environment(
+        raise SymroofError(f"template flavour {flavour!r}: expected tex, xml or text")
+    tex = flavour == "tex"
+    return jinja2.Environment(
         loader=jinja2.PackageLoader("symroof.templates", "."),
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
         trim_blocks=True, lstrip_blocks=True, autoescape=flavour == "xml",
-        **(_LATEX_DELIMITERS if flavour == "tex" else {}))
-    return env
+        block_start_string="((*" if tex else "{%", block_end_string="*))" if tex else "%}",
+        variable_start_string="(((" if tex else "{{",
+        variable_end_string=")))" if tex else "}}",
+        comment_start_string="((=" if tex else "{#", comment_end_string="=))" if tex else "#}")
 
 
 def _flavour(name: str) -> str:

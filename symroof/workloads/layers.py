@@ -34,28 +34,71 @@ __all__ = ["TransformerShape", "forward_graph", "weight_tensors", "kv_cache_tens
 class TransformerShape(Protocol):
     """What the graph builder reads from a model description (``TransformerModel``)."""
 
-    name: str
-    layers: sp.Expr
-    d_model: sp.Expr
-    heads: sp.Expr
-    kv_heads: sp.Expr
-    head_dim: sp.Expr
-    d_ff: sp.Expr
-    vocab: sp.Expr | None
-    mlp: str
-    activation: str
-    norm: str | None
-    tied_embeddings: bool
-    qkv_bias: bool
-    o_bias: bool
-    mlp_bias: bool
-    positions: str | None
-    max_positions: sp.Expr | None
-    experts: sp.Expr
-    experts_per_token: sp.Expr
-    weight_bytes: sp.Expr
-    activation_bytes: sp.Expr
-    kv_bytes: sp.Expr
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def layers(self) -> sp.Expr: ...
+
+    @property
+    def d_model(self) -> sp.Expr: ...
+
+    @property
+    def heads(self) -> sp.Expr: ...
+
+    @property
+    def kv_heads(self) -> sp.Expr: ...
+
+    @property
+    def head_dim(self) -> sp.Expr: ...
+
+    @property
+    def d_ff(self) -> sp.Expr: ...
+
+    @property
+    def vocab(self) -> sp.Expr | None: ...
+
+    @property
+    def mlp(self) -> str: ...
+
+    @property
+    def activation(self) -> str: ...
+
+    @property
+    def norm(self) -> str | None: ...
+
+    @property
+    def tied_embeddings(self) -> bool: ...
+
+    @property
+    def qkv_bias(self) -> bool: ...
+
+    @property
+    def o_bias(self) -> bool: ...
+
+    @property
+    def mlp_bias(self) -> bool: ...
+
+    @property
+    def positions(self) -> str | None: ...
+
+    @property
+    def max_positions(self) -> sp.Expr | None: ...
+
+    @property
+    def experts(self) -> sp.Expr: ...
+
+    @property
+    def experts_per_token(self) -> sp.Expr: ...
+
+    @property
+    def weight_bytes(self) -> sp.Expr: ...
+
+    @property
+    def activation_bytes(self) -> sp.Expr: ...
+
+    @property
+    def kv_bytes(self) -> sp.Expr: ...
 
     @property
     def q_dim(self) -> sp.Expr: ...

@@ -105,7 +105,7 @@ def training_pipeline(*, recompute: bool = True,
     """The passes after the forward graph: backward, then the optimizer step."""
     stages = (Backward(recompute=recompute),) + (
         () if optimizer is None else (OptimizerStep(optimizer),))
-    return Pipeline("training", stages)  # type: ignore[arg-type]
+    return Pipeline("training", stages)
 
 
 def training_graph(model: TransformerShape, batch: object, seq: object, *,
