@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1] / "symroof"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("symroof.errors", "symroof.version"),
     ("symroof.symbols", "symroof.precision", "symroof.options", "symroof.parse",
-     "symroof.hardware"),
+     "symroof.files", "symroof.hardware"),
     ("symroof.ir",),
     ("symroof.rules", "symroof.cost"),
     ("symroof.analysis",),
@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("symroof.models",),
     ("symroof.display", "symroof.evaluate"),
     ("symroof.solve", "symroof.footprint", "symroof.levels", "symroof.bounds"),
-    ("symroof.measure",),
+    ("symroof.measure", "symroof.atlas", "symroof.verify"),
     ("symroof.present",),
     ("symroof.cli",),
     ("symroof", "symroof.testing", "symroof.__main__"),   # the facade and the pytest plugin

@@ -10,12 +10,12 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import NoReturn
 
 import sympy as sp
 
 from symroof import symbols as s
 from symroof.analysis import Analysis
+from symroof.cli.base import Command, Output, Parser
 from symroof.errors import SymroofError, suggest
 from symroof.ir import as_dim
 from symroof.models import TransformerModel, resolve, transformer
@@ -25,29 +25,7 @@ from symroof.symbols import CANONICAL
 from symroof.workloads import attention, conv2d, decode, elementwise, gemm, gemv, prefill, training
 
 __all__ = ["Parser", "Command", "Output", "WORKLOADS", "build_workload", "add_workload_options",
-           "add_format", "choices", "parse_sets", "rows"]
-
-#: Where a command writes a line of output.
-Output = Callable[[str], None]
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one SymroofError line (exit status 2)."""
-
-    def error(self, message: str) -> NoReturn:
-        where = self.prog.removeprefix("symroof").strip()
-        raise SymroofError(f"{where}: {message}" if where else message)
-
-
-@dataclass(frozen=True)
-class Command:
-    """One ``symroof`` subcommand: its options and what it runs."""
-
-    name: str
-    help: str
-    configure: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace, Output], int]
-
+           "add_format", "choices", "parse_sets", "rows"]  # Parser, Command, Output: from base
 
 def choices(enum: type[StrEnum]) -> list[str]:
     """The string values of an option enum, for ``choices=``."""
