@@ -1,0 +1,42 @@
+"""``symroof check DOC``: verify the claims annotated in a Markdown or LaTeX document.
+
+Prints each mismatch with the derived value and the line; exits 1 on any mismatch, 2 if
+an annotation cannot be read or computed, 0 when every claim holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from symroof.cli.base import Command, Output
+from symroof.errors import SymroofError
+from symroof.present.appendix import claims_json
+from symroof.present.check import check_lines
+from symroof.verify import run_claims
+from symroof.verify.annotations import load_annotated
+
+__all__ = ["COMMANDS"]
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("document", help="a Markdown (.md) or LaTeX (.tex) file with annotations")
+    p.add_argument("--json", action="store_true", help="every claim as JSON")
+
+
+def _run(args: argparse.Namespace, out: Output) -> int:
+    outcome = run_claims(load_annotated(args.document))
+    if args.json:
+        out(json.dumps(claims_json(outcome), indent=1, ensure_ascii=False, allow_nan=False))
+    else:
+        for line in check_lines(outcome):
+            out(line)
+    errors = [r.message for r in outcome.results if r.status == "error"]
+    if errors:
+        raise SymroofError(f"{len(errors)} annotation(s) could not be checked; first: "
+                           f"{errors[0]}")
+    return 1 if any(r.status == "mismatch" for r in outcome.results) else 0
+
+
+COMMANDS = (Command("check", "verify the claims annotated in a Markdown or LaTeX document",
+                    _configure, _run),)

@@ -1,0 +1,91 @@
+"""``symroof report FILE|appendix``: a claim file into an appendix (Markdown, LaTeX, JSON).
+
+``symroof report appendix`` renders the seed appendix from the claim file that ships
+with symroof into ``reports/``: ``seed_appendix.md``, ``seed_appendix.tex``,
+``seed_claims.json`` and the charts. Files are written whole (a temporary file renamed),
+and the same command always writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from symroof.cli.base import Command, Output
+from symroof.errors import SymroofError
+from symroof.files import write_text
+from symroof.present.appendix import claims_json, render_latex, render_markdown
+from symroof.present.claim_charts import render_charts
+from symroof.verify import load_claims, run_claims
+from symroof.verify.appendix import seed_claims
+
+__all__ = ["COMMANDS", "FORMATS", "write_report"]
+
+FORMATS = ("md", "tex", "json")
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", metavar="FILE|appendix",
+                   help="a claim file (TOML), or 'appendix' for the seed appendix")
+    p.add_argument("--out", default=None, help="output folder (default: reports/ for the "
+                   "appendix, the claim file's folder otherwise)")
+    p.add_argument("--format", default="md,tex,json",
+                   help="comma-separated: md, tex, json (default all three)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def _formats(text: str) -> list[str]:
+    chosen = [f.strip() for f in text.split(",") if f.strip()]
+    bad = [f for f in chosen if f not in FORMATS]
+    if bad or not chosen:
+        raise SymroofError(f"--format: expected some of {', '.join(FORMATS)}, got {text!r}")
+    return chosen
+
+
+def write_report(source: str, out: Path, formats: list[str]) -> tuple[dict[str, int], list[Path],
+                                                                      list[str]]:
+    """Render ``source`` into ``out``: (status counts, files written, error messages)."""
+    if source == "appendix":
+        claims, stem, json_name = seed_claims(), "seed_appendix", "seed_claims.json"
+        command = "symroof report appendix"
+    else:
+        claims = load_claims(source)
+        stem = Path(source).stem
+        json_name, command = f"{stem}.json", f"symroof report {Path(source).name}"
+    outcome = run_claims(claims)
+    charts = render_charts(outcome)
+    texts: dict[Path, str] = {}
+    if "md" in formats:
+        texts[out / f"{stem}.md"] = render_markdown(outcome, charts, command)
+        for ch in charts:
+            texts[out / "charts" / f"{ch.id}.svg"] = ch.svg
+    if "tex" in formats:
+        texts[out / f"{stem}.tex"] = render_latex(outcome, charts, command)
+    if "json" in formats:
+        texts[out / json_name] = json.dumps(claims_json(outcome), indent=1, ensure_ascii=False,
+                                            allow_nan=False) + "\n"
+    for path, text in texts.items():  # every text is rendered before the first is written
+        write_text(path, text)
+    errors = [r.message for r in outcome.results if r.status == "error"]
+    return outcome.counts, list(texts), errors
+
+
+def _run(args: argparse.Namespace, out: Output) -> int:
+    folder = Path(args.out) if args.out else (
+        Path("reports") if args.source == "appendix" else Path(args.source).parent)
+    counts, written, errors = write_report(args.source, folder, _formats(args.format))
+    if args.json:
+        out(json.dumps({"counts": counts, "written": [str(p) for p in written],
+                        "errors": errors}, indent=1, sort_keys=True))
+    else:
+        for path in written:
+            out(f"wrote {path}")
+        out(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    if errors:
+        raise SymroofError(f"{len(errors)} claim(s) could not be computed; first: {errors[0]}")
+    return 0
+
+
+COMMANDS = (Command("report", "a claim file (or the seed appendix) into Markdown, LaTeX, JSON",
+                    _configure, _run),)

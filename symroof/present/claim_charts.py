@@ -1,0 +1,125 @@
+"""Charts of a claim file: every number comes from the engine's results.
+
+A roofline chart takes its roofs and ceilings from the chip file and its points from
+claims whose derived value is an intensity; a curve chart samples a claim's formula (one
+variable as a function of another) and marks the document's own points beside the
+derived ones.
+
+``[[chart]]`` fields: ``id``, ``kind`` (``roofline`` or ``curve``), ``document``,
+``after`` (the section it follows), ``title``; a roofline has ``hardware``,
+``precisions`` and ``points = [{label, claim}]``; a curve has ``x``, ``y``, ``claim``,
+``from``, ``to`` and ``marks = [{claim, x}]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from symroof import hardware
+from symroof.errors import SymroofError
+from symroof.hardware import UNITS
+from symroof.present.charts import (CurveChart, RooflineChart, curve_pgfplots, curve_svg,
+                                    roofline_pgfplots, roofline_svg)
+from symroof.verify import Chart, Outcome, Result
+
+__all__ = ["RenderedChart", "render_charts"]
+
+_SAMPLES = 48  # points along a curve (log-spaced): smooth at any size the report uses
+
+
+@dataclass(frozen=True)
+class RenderedChart:
+    """One chart of the appendix, in both outputs, with where it goes."""
+
+    id: str
+    document: str
+    after: str
+    title: str
+    svg: str
+    pgfplots: str
+
+
+def _result(results: Mapping[str, Result], claim_id: object, where: str) -> Result:
+    if not isinstance(claim_id, str) or claim_id not in results:
+        raise SymroofError(f"{where}: no claim {claim_id!r} in this file")
+    r = results[claim_id]
+    if r.derived is None or r.derived.free_symbols:
+        raise SymroofError(f"{where}: claim {claim_id!r} has no numeric derived value "
+                           f"(status {r.status})")
+    return r
+
+
+def _roofline(spec: Mapping[str, Any], results: Mapping[str, Result], where: str) -> RooflineChart:
+    chip = hardware.get(spec.get("hardware", ""))
+    precisions = spec.get("precisions") or ["bf16"]
+    # the chart writes each roof's and ceiling's value beside its label
+    roofs = [(lv.name.upper(), float(lv.bandwidth)) for lv in chip.levels
+             if lv.bandwidth is not None]
+    ceilings = [(f"{p.precision} {p.unit}", float(chip.peak(p.precision, p.unit)))
+                for unit in UNITS for p in chip.peaks if p.unit == unit and p.precision in precisions]
+    if not ceilings:
+        raise SymroofError(f"{where}: {chip.name} lists no peak for {', '.join(precisions)}")
+    top = chip.peak(precisions[0])
+    bw = chip.bandwidth()
+    points = []
+    for i, p in enumerate(spec.get("points", [])):
+        r = _result(results, p.get("claim"), f"{where}.points[{i}]")
+        attainable = sp.Min(top, bw * r.derived)
+        points.append((str(p.get("label", r.claim.id)), float(r.derived), float(attainable)))
+    return RooflineChart(str(spec.get("title", chip.display_name)), roofs, ceilings, points)
+
+
+def _curve(spec: Mapping[str, Any], results: Mapping[str, Result], where: str,
+           declared: Mapping[str, str]) -> CurveChart:
+    r = results.get(spec.get("claim", ""))
+    if r is None or r.formula is None:
+        raise SymroofError(f"{where}: claim {spec.get('claim')!r} has no formula to draw")
+    x_name, y_name = str(spec.get("x")), str(spec.get("y"))
+    fixed = {k: v for k, v in r.subs.items() if k.name != x_name}
+    y_of = r.formula.xreplace(fixed)
+    free = y_of.free_symbols
+    if len(free) != 1 or next(iter(free)).name != x_name:
+        raise SymroofError(f"{where}: the formula of {r.claim.id!r} must depend on {x_name} "
+                           f"alone once its other values are set; it has {sorted(map(str, free))}")
+    x = next(iter(free))
+    lo, hi = sp.Rational(spec.get("from", 1)), sp.Rational(spec.get("to", 1000))
+    xs = [float(lo * (hi / lo) ** sp.Rational(i, _SAMPLES - 1)) for i in range(_SAMPLES)]
+    ys = [float(y_of.xreplace({x: sp.Rational(repr(v))})) for v in xs]
+    marks = []
+    for i, m in enumerate(spec.get("marks", [])):
+        mr = _result(results, m.get("claim"), f"{where}.marks[{i}]")
+        at = float(m.get("x", 1))
+        if mr.claimed is not None:
+            marks.append((f"{mr.claim.id}: printed", at, float(mr.claimed)))
+        marks.append((f"{mr.claim.id}: derived", at, float(mr.derived)))  # type: ignore[arg-type]
+    return CurveChart(str(spec.get("title", r.claim.quantity)), x_name, y_name,
+                      [(r.claim.quantity, xs, ys)], marks=marks)
+
+
+def render_charts(outcome: Outcome) -> list[RenderedChart]:
+    """Every ``[[chart]]`` of the claim file, rendered as SVG and pgfplots."""
+    results = {r.claim.id: r for r in outcome.results}
+    out = []
+    for chart in outcome.source.charts:
+        out.append(_render(chart, results, outcome))
+    return out
+
+
+def _render(chart: Chart, results: Mapping[str, Result], outcome: Outcome) -> RenderedChart:
+    spec = chart.spec
+    where = f"{outcome.source.path}:{chart.line}: chart {chart.id!r}"
+    kind = spec.get("kind")
+    if kind == "roofline":
+        rc = _roofline(spec, results, where)
+        svg, tex = roofline_svg(rc), roofline_pgfplots(rc)
+    elif kind == "curve":
+        cc = _curve(spec, results, where, outcome.source.symbols)
+        svg, tex = curve_svg(cc), curve_pgfplots(cc)
+    else:
+        raise SymroofError(f"{where} field 'kind': expected \"roofline\" or \"curve\", got {kind!r}")
+    return RenderedChart(chart.id, str(spec.get("document", "")), str(spec.get("after", "")),
+                         str(spec.get("title", chart.id)), svg, tex)

@@ -1,0 +1,296 @@
+"""Claim files (TOML): documents, declared symbols, claims and charts, validated.
+
+A claim file is data; nothing in it runs as Python. Each problem is a
+:class:`SymroofError` that names the file, the line and the field; a problem in one
+claim is recorded on that claim and the others are still read.
+
+.. code-block:: toml
+
+    title = "Seed appendix"
+
+    [symbols]                      # names beyond the canonical ones
+    peak = "quantity"
+
+    [[document]]
+    id = "000"
+    file = "000_57a6be380080f65e.txt"
+    title = "What the workload needs"
+
+    [[claim]]
+    id = "gemm-square-8192"
+    document = "000"
+    section = "GEMM intensity"
+    quote = "an 8192^3 GEMM gives 2,731 FLOP/B"
+    quantity = "intensity of a square GEMM at b = 2"
+    unit = "FLOP/B"
+    claimed = 2731
+    rounding = {sig = 4}
+    value = {workload = {builder = "gemm", args = ["n", "n", "n"]}, q = "I"}
+    subs = {n = 8192, b = 2}
+
+>>> cf = parse_claims(EXAMPLE, "example.toml")
+>>> [c.id for c in cf.claims], cf.claims[0].line
+(['gemm-square-8192'], 8)
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sympy as sp
+
+from symroof.errors import SymroofError
+from symroof.files import read_text
+from symroof.verify import units
+from symroof.verify.compare import check_rounding
+
+__all__ = ["Document", "Claim", "Chart", "ClaimFile", "load_claims", "parse_claims", "EXAMPLE",
+           "validate_claim",
+           "CLAIM_FIELDS"]
+
+EXAMPLE = '''title = "Example"
+
+[[document]]
+id = "000"
+file = "000.txt"
+title = "A chapter"
+
+[[claim]]
+id = "gemm-square-8192"
+document = "000"
+section = "GEMM intensity"
+quote = "an 8192^3 GEMM gives 2,731 FLOP/B"
+quantity = "intensity of a square GEMM at b = 2"
+unit = "FLOP/B"
+claimed = 2731
+rounding = {sig = 4}
+value = {workload = {builder = "gemm", args = ["n", "n", "n"]}, q = "I"}
+subs = {n = 8192, b = 2}
+'''
+
+#: Fields a claim may have, with what each means.
+CLAIM_FIELDS = {
+    "id": "unique name (letters, digits, - _ .)", "document": "the [[document]] id",
+    "section": "the document's own heading", "quote": "a short quote, verbatim",
+    "quantity": "what is claimed, in words", "unit": "the claimed value's unit (prefixes ok)",
+    "claimed": "the number as printed", "claimed_formula": "the formula as printed",
+    "rounding": "how the document rounded (one rule)", "value": "the recipe (the engine's way)",
+    "subs": "values substituted into the recipe's formula", "status": '"cited" for empirical',
+    "source": "the reference a cited figure comes from", "kind": '"exercise" for an answer',
+    "note": "what differs and why, or the assumptions", "table": "{id, row, column}",
+    "alternatives": "[{label, value, subs}]: the figure under other conventions",
+}
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+
+
+@dataclass(frozen=True)
+class Document:
+    """A source document: an id, its file name and title."""
+
+    id: str
+    file: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim as the file states it (the recipe stays data until it is run)."""
+
+    id: str
+    line: int
+    document: str = ""
+    section: str = ""
+    quote: str = ""
+    quantity: str = ""
+    unit: str = "-"
+    claimed: sp.Expr | None = None
+    claimed_formula: str | None = None
+    rounding: Mapping[str, object] = field(default_factory=lambda: {"exact": True})
+    value: Any = None
+    subs: Mapping[str, Any] = field(default_factory=dict)
+    status: str | None = None           # "cited", or None: checked
+    source: str = ""
+    kind: str = "claim"                 # "claim" or "exercise"
+    note: str = ""
+    table: Mapping[str, str] | None = None
+    alternatives: tuple[Mapping[str, Any], ...] = ()
+    error: str | None = None            # what was wrong with the claim as written
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A chart of the appendix: a roofline or a curve, placed after a section."""
+
+    id: str
+    line: int
+    spec: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ClaimFile:
+    """A parsed claim file."""
+
+    path: str
+    title: str
+    description: str
+    symbols: Mapping[str, str]
+    documents: tuple[Document, ...]
+    claims: tuple[Claim, ...]
+    charts: tuple[Chart, ...]
+    text: str = ""
+
+
+def _lines_of(text: str, header: str) -> list[int]:
+    """1-based line numbers of each ``[[header]]`` in order."""
+    pattern = re.compile(rf"^[ \t]*\[\[[ \t]*{re.escape(header)}[ \t]*\]\]", re.M)
+    return [text.count("\n", 0, m.start()) + 1 for m in pattern.finditer(text)]
+
+
+def field_line(text: str, start: int, name: str) -> int:
+    """The line of field ``name`` in the entry whose ``[[...]]`` header is at line ``start``."""
+    lines = text.splitlines()
+    for i in range(start, len(lines)):  # lines[start] is the line after the header
+        line = lines[i].strip()
+        if line.startswith("[["):
+            break
+        if re.match(rf"{re.escape(name)}\s*=", line) or line.startswith(f"[claim.{name}"):
+            return i + 1
+    return start
+
+
+def validate_claim(raw: Mapping[str, Any], line: int, text: str, path: str,
+                   documents: set[str]) -> Claim:
+    """A claim from its raw table; a problem is kept on the claim (``error``), not raised."""
+    cid = raw.get("id")
+    where = f"{path}:{line}: claim {cid!r}"
+    try:
+        return _validated(raw, line, text, path, documents, where)
+    except SymroofError as err:
+        return Claim(id=str(cid) if isinstance(cid, str) else f"line-{line}", line=line,
+                     error=str(err))
+
+
+def _validated(raw: Mapping[str, Any], line: int, text: str, path: str, documents: set[str],
+               where: str) -> Claim:
+    def at(name: str) -> str:
+        return f"{path}:{field_line(text, line, name)}: claim {raw.get('id')!r} field {name!r}"
+
+    unknown = set(raw) - set(CLAIM_FIELDS)
+    if unknown:
+        name = sorted(unknown)[0]
+        raise SymroofError(f"{at(name)}: unknown field; expected some of {', '.join(CLAIM_FIELDS)}")
+    cid = raw.get("id")
+    if not isinstance(cid, str) or not _ID.fullmatch(cid):
+        raise SymroofError(f"{at('id')}: expected an id of letters, digits, - _ ., got {cid!r}")
+    for name in ("document", "section", "quote", "quantity", "unit"):
+        if not isinstance(raw.get(name), str) or not raw[name].strip():
+            raise SymroofError(f"{at(name)}: required, a non-empty string")
+    if raw["document"] not in documents:
+        raise SymroofError(f"{at('document')}: no [[document]] with id {raw['document']!r}; "
+                           f"known: {', '.join(sorted(documents))}")
+    units.split(raw["unit"], at("unit"))
+    claimed = raw.get("claimed")
+    if claimed is not None and (isinstance(claimed, bool) or not isinstance(claimed, (int, float))):
+        raise SymroofError(f"{at('claimed')}: expected a number as printed, got {claimed!r}")
+    formula = raw.get("claimed_formula")
+    if formula is not None and not isinstance(formula, str):
+        raise SymroofError(f"{at('claimed_formula')}: expected a formula string, got {formula!r}")
+    if claimed is not None and formula is not None:
+        raise SymroofError(f"{at('claimed_formula')}: give claimed or claimed_formula, not both")
+    status = raw.get("status")
+    kind = raw.get("kind", "claim")
+    if kind not in ("claim", "exercise"):
+        raise SymroofError(f"{at('kind')}: expected \"claim\" or \"exercise\", got {kind!r}")
+    if status is not None:
+        if status != "cited":
+            raise SymroofError(f"{at('status')}: only \"cited\" may be stated (the others are "
+                               "derived), got {status!r}")
+        if not isinstance(raw.get("source"), str) or not raw["source"]:
+            raise SymroofError(f"{at('source')}: a cited claim names its source")
+        if "value" in raw:
+            raise SymroofError(f"{at('value')}: a cited claim has no recipe")
+    elif "value" not in raw:
+        raise SymroofError(f"{at('value')}: required (the engine's recipe), unless status = "
+                           "\"cited\"")
+    elif kind == "claim" and claimed is None and formula is None:
+        raise SymroofError(f"{at('claimed')}: a checked claim states claimed or claimed_formula "
+                           "(an answer with nothing printed is kind = \"exercise\")")
+    rounding = raw.get("rounding", {"exact": True})
+    rounding = check_rounding(rounding, at("rounding"))
+    table = raw.get("table")
+    if table is not None and (not isinstance(table, Mapping) or set(table) != {"id", "row", "column"}
+                              or not all(isinstance(v, str) for v in table.values())):
+        raise SymroofError(f"{at('table')}: expected {{id = ..., row = ..., column = ...}}")
+    alternatives = raw.get("alternatives", [])
+    if not isinstance(alternatives, list) or not all(
+            isinstance(a, Mapping) and isinstance(a.get("label"), str) and "value" in a
+            for a in alternatives):
+        raise SymroofError(f"{at('alternatives')}: expected a list of {{label, value, subs}}")
+    subs = raw.get("subs", {})
+    if not isinstance(subs, Mapping):
+        raise SymroofError(f"{at('subs')}: expected a table of symbol = value")
+    return Claim(
+        id=cid, line=line, document=raw["document"], section=raw["section"].strip(),
+        quote=raw["quote"].strip(), quantity=raw["quantity"].strip(), unit=raw["unit"],
+        claimed=None if claimed is None else (sp.Integer(claimed) if isinstance(claimed, int)
+                                              else sp.Rational(repr(claimed))),
+        claimed_formula=formula, rounding=rounding, value=raw.get("value"), subs=dict(subs),
+        status=status, source=raw.get("source", ""), kind=kind, note=raw.get("note", "").strip(),
+        table=dict(table) if table else None, alternatives=tuple(alternatives))
+
+
+def parse_claims(text: str, path: str = "<claims>") -> ClaimFile:
+    """A claim file from its text (``path`` names it in errors)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise SymroofError(f"{path}: not valid TOML: {err}") from None
+    except RecursionError:
+        raise SymroofError(f"{path}: not valid TOML (nested too deeply)") from None
+    except ValueError as err:  # an integer past Python's digit limit
+        raise SymroofError(f"{path}: a value is out of range ({err})") from None
+    known = {"title", "description", "symbols", "document", "claim", "chart"}
+    extra = set(data) - known
+    if extra:
+        raise SymroofError(f"{path}: unknown top-level key {sorted(extra)[0]!r}; expected "
+                           f"{', '.join(sorted(known))}")
+    docs = []
+    for i, d in enumerate(data.get("document", [])):
+        if not (isinstance(d, Mapping) and all(isinstance(d.get(k), str) and d[k]
+                                                for k in ("id", "file", "title"))):
+            raise SymroofError(f"{path}: [[document]] #{i + 1} needs id, file and title strings")
+        docs.append(Document(d["id"], d["file"], d["title"]))
+    ids = {d.id for d in docs}
+    claim_lines = _lines_of(text, "claim")
+    raw_claims = data.get("claim", [])
+    if not isinstance(raw_claims, list):
+        raise SymroofError(f"{path}: claim must be an array of tables ([[claim]])")
+    claims: list[Claim] = []
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(raw_claims):
+        line = claim_lines[i] if i < len(claim_lines) else 0
+        c = validate_claim(raw, line, text, path, ids)
+        if c.error is None and c.id in seen:
+            c = Claim(id=c.id, line=line, error=f"{path}:{field_line(text, line, 'id')}: claim "
+                      f"{c.id!r} field 'id': duplicate id (first at line {seen[c.id]})")
+        seen.setdefault(c.id, line)
+        claims.append(c)
+    symbols = data.get("symbols", {})
+    if not isinstance(symbols, Mapping):
+        raise SymroofError(f"{path}: [symbols] must be a table of name = \"dimension\"|\"quantity\"")
+    chart_lines = _lines_of(text, "chart")
+    charts = tuple(Chart(str(c.get("id", f"chart-{i + 1}")), chart_lines[i] if i < len(chart_lines)
+                         else 0, c) for i, c in enumerate(data.get("chart", [])))
+    return ClaimFile(path, str(data.get("title", Path(path).stem)),
+                     str(data.get("description", "")), dict(symbols), tuple(docs),
+                     tuple(claims), charts, text)
+
+
+def load_claims(path: str | Path) -> ClaimFile:
+    """A claim file from disk (a regular file, UTF-8, under the size limit)."""
+    return parse_claims(read_text(path, "claim file"), str(path))

@@ -1,0 +1,80 @@
+"""Units of claimed values: a base unit with an optional prefix, as a document prints it.
+
+A claim states its value as the document prints it (``547`` with unit ``GFLOP``); the
+engine's values are in base units (FLOP, B, s, ...). Decimal prefixes are powers of 10,
+binary ones powers of 2, as everywhere in symroof.
+
+>>> scale("GFLOP"), scale("KiB"), scale("ms"), scale("%")
+(1000000000, 1024, 1/1000, 1/100)
+>>> base("TB/s"), base("tokens/s")
+('B/s', 'tokens/s')
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from symroof.errors import SymroofError, suggest
+
+__all__ = ["BASE_UNITS", "QUANTITY_UNITS", "scale", "base", "split"]
+
+#: Units a claim may state (before any prefix), each with what it measures.
+BASE_UNITS = {
+    "FLOP": "floating-point operations", "MAC": "multiply-accumulates",
+    "OP": "operations (integer or mixed)", "B": "bytes", "s": "seconds", "h": "hours",
+    "days": "days", "FLOP/B": "intensity", "OP/B": "operations per byte",
+    "FLOP/s": "compute rate", "OP/s": "operation rate", "B/s": "bandwidth",
+    "FLOP/token": "FLOPs per token", "B/token": "bytes per token",
+    "B/parameter": "bytes per parameter", "tokens": "tokens", "tokens/s": "token rate",
+    "parameters": "parameters", "values": "values", "elements": "elements",
+    "sequences": "sequences", "layers": "layers", "rows": "rows",
+    "ratio": "a dimensionless ratio", "x": "a speed-up or factor", "%": "a percentage",
+    "-": "a dimensionless number",
+}
+
+#: The unit of each named engine quantity (a claim reading one directly must use it).
+QUANTITY_UNITS = {
+    "F": "FLOP", "F_weights": "FLOP", "F_attention": "FLOP", "Q": "B", "I": "FLOP/B",
+    "tokens": "tokens", "time_s": "s", "compute_time_s": "s", "memory_time_s": "s",
+    "time_serial_s": "s", "tokens_per_s": "tokens/s", "tokens_per_s_per_user": "tokens/s",
+    "attainable": "FLOP/s", "peak": "FLOP/s", "bandwidth": "B/s", "ridge": "FLOP/B",
+    "params": "parameters", "active_params": "parameters", "kv_bytes_per_token": "B/token",
+    "weight_bytes_total": "B", "capacity": "sequences",
+}
+
+_DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+            "m": sp.Rational(1, 10**3), "u": sp.Rational(1, 10**6), "µ": sp.Rational(1, 10**6),
+            "n": sp.Rational(1, 10**9)}
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+_SPECIAL = {"%": sp.Rational(1, 100), "h": sp.Integer(3600), "days": sp.Integer(86400)}
+# a prefix is read only where it makes sense (no "kratio", no "ms" meaning milli-s... it does)
+_PREFIXABLE = ("FLOP", "MAC", "OP", "B", "s", "FLOP/s", "OP/s", "B/s", "tokens", "tokens/s",
+               "parameters", "values", "elements", "FLOP/B", "B/token", "FLOP/token")
+
+
+def split(unit: str, where: str = "unit") -> tuple[sp.Expr, str]:
+    """``(scale, base unit)`` of ``unit``; an unknown unit is a SymroofError naming it."""
+    if not isinstance(unit, str) or not unit:
+        raise SymroofError(f"{where}: expected a unit such as 'FLOP/B' or 'GB', got {unit!r}")
+    if unit in BASE_UNITS:
+        return sp.Integer(1), unit
+    for table in (_BINARY, _DECIMAL):
+        for prefix, factor in table.items():
+            rest = unit[len(prefix):]
+            if unit.startswith(prefix) and rest in _PREFIXABLE:
+                return sp.Integer(factor) if isinstance(factor, int) else factor, rest
+    known = list(BASE_UNITS)
+    raise SymroofError(f"{where}: unknown unit {unit!r}{suggest(unit, known)}; expected a unit "
+                       f"such as {', '.join(known[:8])}, ..., with an optional prefix "
+                       "(k M G T P, Ki Mi Gi Ti, m u n)")
+
+
+def scale(unit: str) -> sp.Expr:
+    """Base units per one ``unit`` (``GB`` -> 10**9)."""
+    factor, base_unit = split(unit)
+    return factor * _SPECIAL.get(base_unit, sp.Integer(1))
+
+
+def base(unit: str) -> str:
+    """The base unit (``TB/s`` -> ``B/s``)."""
+    return split(unit)[1]
