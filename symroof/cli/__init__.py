@@ -39,8 +39,10 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("eval", "symroof.cli.derive", "derive plus roofline time and bound on --hardware"),
     Entry("solve", "symroof.cli.solve", "limits and crossovers of a workload's quantities"),
     Entry("hardware", "symroof.cli.hardware", "list or show chip specs"),
+    Entry("atlas", "symroof.cli.atlas", "every crossover of a workload's parts and ridges"),
     Entry("report", "symroof.cli.report", "a claim file (or the seed appendix) into an appendix"),
     Entry("check", "symroof.cli.check", "verify the claims annotated in a Markdown/LaTeX file"),
+    Entry("plot", "symroof.cli.plot", "charts: a chip's roofline with workloads, or a crossover"),
 )
 
 
