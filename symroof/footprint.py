@@ -70,8 +70,9 @@ def memory(model: TransformerModel, *, batch: object, context: object, training:
     """Footprint of serving ``batch`` sequences of ``context`` tokens, or of training on them.
 
     Inference: weights plus the KV cache (2 * layers * kv_heads * head_dim * kv_bytes per
-    token); its activations (one layer's transient tensors) are left at 0 here, as the
-    seeds do. Training: weights, gradients at the weights' bytes, optimizer state at
+    token; a windowed layer holds at most its window of positions, a latent-attention
+    layer d_c + d_r values per token); its activations (one layer's transient tensors)
+    are left at 0 here, as the seeds do. Training: weights, gradients at the weights' bytes, optimizer state at
     ``optimizer_state_bytes`` per parameter (default: the training step's Adam, 12), and the
     activations saved for the backward pass, derived from the training graph.
     """
@@ -81,7 +82,7 @@ def memory(model: TransformerModel, *, batch: object, context: object, training:
     weights = model.params * model.weight_bytes
     zero = sp.Integer(0)
     if not training:
-        return Footprint(weights, model.kv_bytes_per_token * bt * ctx, zero, zero, zero)
+        return Footprint(weights, model.kv_cache_bytes(ctx) * bt, zero, zero, zero)
     state = ADAM.state_bytes if optimizer_state_bytes is None else as_expr(
         optimizer_state_bytes, "memory optimizer_state_bytes")
     return Footprint(weights, zero, saved_activations(model, bt, ctx, fused=fused),
@@ -90,7 +91,8 @@ def memory(model: TransformerModel, *, batch: object, context: object, training:
 
 def capacity(model: TransformerModel, hw: HardwareSpec | str, *, context: object, tp: int = 1,
              level: str | None = None, precision: str = "bf16") -> sp.Expr:
-    """How many sequences of ``context`` tokens fit: (tp * capacity - weights) / KV per sequence.
+    """How many sequences of ``context`` tokens fit: (tp * capacity - weights) / KV per sequence
+    (a windowed layer's cache holds at most its window).
 
     Weights are sharded over ``tp`` devices, each with the chip's memory capacity. A
     model whose bytes per value are the free symbol ``b`` (a preset) is counted at
@@ -104,7 +106,7 @@ def capacity(model: TransformerModel, hw: HardwareSpec | str, *, context: object
         raise SymroofError(f"capacity: {spec.name} has no published capacity for "
                            f"{level or 'main memory'}")
     free = tp * cap - model.params * model.weight_bytes
-    per_seq = model.kv_bytes_per_token * as_dim(context, "context")
+    per_seq = model.kv_cache_bytes(as_dim(context, "context"))
     n = (free / per_seq).xreplace({b: bytes_per_value(precision)})
     if n.is_number:
         return sp.Max(sp.Integer(0), sp.floor(n))  # weights that do not fit leave room for none

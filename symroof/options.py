@@ -24,7 +24,7 @@ from symroof.errors import SymroofError, suggest
 
 __all__ = ["FlopCount", "OpsCounted", "Causal", "Unfused", "DecodeTraffic", "Logits",
            "Lowering", "MlpKind", "Norm", "Activation", "Positions", "option", "renamed",
-           "GLOSSARY"]
+           "GLOSSARY", "WindowKernel", "WindowSpan", "LatentDecode", "ExpertReads", "QkNorm"]
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -176,3 +176,39 @@ GLOSSARY = {
     "fused / unfused": "attention in one kernel, or how its S x S matrices cross (Unfused)",
     "traffic": "which tensors a decode step's bytes count (DecodeTraffic)",
 }
+
+
+class WindowKernel(StrEnum):
+    """How prefill and training count a windowed layer's attention (option ``window_kernel``)."""
+
+    BAND = "band"      # a windowed kernel visits only the band of W keys per query; default
+    MASKED = "masked"  # the causal span is computed (per ``causal``) and the window masked off
+
+
+class WindowSpan(StrEnum):
+    """Positions a windowed layer attends (option ``window_span``; default exact)."""
+
+    EXACT = "exact"    # min(positions, W): right at any length (a Min in symbolic formulas)
+    FILLED = "filled"  # the window is full (positions >= W): W, no Min (limits); an assumption
+
+
+class LatentDecode(StrEnum):
+    """How a decode step runs multi-head latent attention (option ``latent``; default absorbed)."""
+
+    ABSORBED = "absorbed"  # W_UK into the query, W_UV after attention: scores on the latent
+    NAIVE = "naive"        # K and V up-projected from every cached latent each step (transformers)
+
+
+class ExpertReads(StrEnum):
+    """Which routed experts' weights a step reads (option ``expert_reads``; default all)."""
+
+    ALL = "all"            # every expert: exact once tokens * k >= experts, an upper bound below
+    ROUTED = "routed"      # min(E, tokens * k): no two routed (token, expert) pairs share one
+    EXPECTED = "expected"  # E (1 - (1 - k/E)^tokens): tokens routed independently, uniformly
+
+
+class QkNorm(StrEnum):
+    """Normalisation of queries and keys before attention (``None``: none)."""
+
+    HEAD = "head"  # RMSNorm over each head's head_dim (Qwen3, Gemma 3): 2 head_dim gains
+    FULL = "full"  # RMSNorm over all of Q and all of K (OLMoE): q_dim + kv_dim gains

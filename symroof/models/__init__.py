@@ -12,10 +12,11 @@ from functools import cache
 from symroof.errors import SymroofError, suggest
 from symroof.models.config import TransformerModel, transformer
 from symroof.models.hf import from_hf_config, from_hf_dict
-from symroof.models.presets import PRESETS
+from symroof.models.latent import LatentAttention
+from symroof.models.presets import PRESETS, llama_ffn
 
 __all__ = ["TransformerModel", "transformer", "get", "names", "from_hf_config", "from_hf_dict",
-           "resolve"]
+           "resolve", "LatentAttention", "llama_ffn"]
 
 
 def names() -> tuple[str, ...]:

@@ -1,8 +1,15 @@
 """Read a Hugging Face ``config.json`` into a :class:`TransformerModel`.
 
-Families: Llama, Mistral, Qwen2, Mixtral (gated MLP, RMSNorm, rotary positions) and
-GPT-2 (plain MLP, LayerNorm, learned positions, biases). An unknown architecture, a
-missing field or a field of the wrong type is a SymroofError naming it.
+Families (``model_type``): Llama, Mistral, Mixtral, Phi-3, Qwen2, Qwen2-MoE, Qwen3,
+Qwen3-MoE, Gemma 2, Gemma 3 (text), OLMoE, gpt-oss, DeepSeek-V2, DeepSeek-V3 and GPT-2.
+Which layers attend through a sliding window follows transformers 5.24: ``layer_types``
+when the file lists them, else the family's rule (Mistral, Mixtral, Phi-3: every layer
+when ``sliding_window`` is set; Qwen2 and Qwen3: layers from ``max_window_layers`` on,
+only with ``use_sliding_window``; Gemma 2 and gpt-oss: even layers; Gemma 3: all but
+every ``sliding_window_pattern``-th). An unknown architecture, a missing field or a
+field of the wrong type is a SymroofError naming it; a field that changes the cost but
+is not modelled (a quantization config, cross-attention, a vision tower, chunked
+attention) is refused by name; fields that do not change the cost are ignored.
 
 >>> m = from_hf_dict({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
 ...     "num_key_value_heads": 2, "intermediate_size": 160, "num_hidden_layers": 2,
@@ -15,101 +22,105 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from symroof.errors import SymroofError, suggest
+from symroof.files import read_text
 from symroof.models.config import TransformerModel, transformer
+from symroof.models.hf_fields import Fields, latent_of, moe_of, refuse, window_of
+from symroof.models.latent import LatentAttention
 
-__all__ = ["from_hf_config", "from_hf_dict", "FAMILIES"]
+__all__ = ["from_hf_config", "from_hf_dict", "FAMILIES", "IGNORABLE"]
 
-_LLAMA_LIKE = ("llama", "mistral", "qwen2", "mixtral")
+_LLAMA_LIKE = ("llama", "mistral", "mixtral", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+               "gemma2", "gemma3_text", "olmoe", "gpt_oss", "deepseek_v2", "deepseek_v3")
 FAMILIES = (*_LLAMA_LIKE, "gpt2")
 
+#: Refused fields a caller may name in ``ignore=`` (the parameters and FLOPs stay those of
+#: the unquantised model; say its bytes per weight with ``with_precision``).
+IGNORABLE = ("quantization_config",)
 
-def _int(cfg: Mapping[str, object], key: str, where: str, default: object = ...) -> int:
-    if key not in cfg or cfg[key] is None:
-        if default is ...:
-            raise SymroofError(f"{where}: missing field {key!r} (a positive integer)")
-        return default  # type: ignore[return-value]
-    value = cfg[key]
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise SymroofError(f"{where}: field {key!r} must be a positive integer, got {value!r}")
-    return value
-
-
-def _bool(cfg: Mapping[str, object], key: str, where: str, default: bool) -> bool:
-    value = cfg.get(key, default)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise SymroofError(f"{where}: field {key!r} must be true or false, got {value!r}")
-    return value
-
-
-_FIELDS = {"kv_heads": "num_key_value_heads", "heads": "num_attention_heads",
-           "head_dim": "head_dim (or hidden_size / num_attention_heads)",
-           "experts_per_token": "num_experts_per_tok", "experts": "num_local_experts",
-           "d_model": "hidden_size"}
+# transformers 5.24's head_dim where a family's config.json leaves it out (else d / heads)
+_HEAD_DIM = {"qwen3": 128, "qwen3_moe": 128, "gemma2": 256, "gemma3_text": 256, "gpt_oss": 64}
+_QK_NORM = {"qwen3": "head", "qwen3_moe": "head", "gemma3_text": "head", "olmoe": "full"}
 
 
 def from_hf_dict(cfg: Mapping[str, object], name: str | None = None,
-                 where: str = "config.json") -> TransformerModel:
-    """A model from an already-parsed config.json mapping."""
+                 where: str = "config.json", *, ignore: Sequence[str] = ()) -> TransformerModel:
+    """A model from an already-parsed config.json mapping.
+
+    ``ignore`` names refused fields to accept anyway (only those in :data:`IGNORABLE`).
+    """
+    bad = [f for f in ignore if f not in IGNORABLE]
+    if isinstance(ignore, str) or bad:
+        raise SymroofError(f"ignore: expected a tuple of field names from "
+                           f"{', '.join(IGNORABLE)}, got {ignore!r}")
     try:
-        return _from_hf_dict(cfg, name, where)
+        return _from_hf_dict(cfg, name, where, frozenset(ignore))
     except SymroofError as exc:
         message = str(exc)
         if message.startswith(where):
             raise
-        for field, key in _FIELDS.items():  # name the config.json field, not ours
+        kind = cfg.get("model_type") if isinstance(cfg, Mapping) else None
+        for field, key in Fields.renames(str(kind)).items():  # name the config.json field
             message = re.sub(rf"\b{field}\b", key, message, count=1) if field in message else message
         raise SymroofError(f"{where}: {message}") from None
 
 
-def _from_hf_dict(cfg: Mapping[str, object], name: str | None, where: str) -> TransformerModel:
+def _from_hf_dict(cfg: Mapping[str, object], name: str | None, where: str,
+                  ignore: frozenset[str]) -> TransformerModel:
     if not isinstance(cfg, Mapping):
         raise SymroofError(f"{where}: expected a JSON object, got {type(cfg).__name__}")
     kind = cfg.get("model_type")
     if not isinstance(kind, str):
         raise SymroofError(f"{where}: missing field 'model_type' (one of {', '.join(FAMILIES)})")
+    f = Fields(cfg, where)
+    refuse(f, kind, ignore)
     label = name or str(cfg.get("_name_or_path") or kind)
     if kind == "gpt2":
-        d = _int(cfg, "n_embd", where)
+        d = f.dim("n_embd")
         return transformer(
-            name=label, layers=_int(cfg, "n_layer", where), d_model=d,
-            heads=_int(cfg, "n_head", where), d_ff=_int(cfg, "n_inner", where, 4 * d),
-            vocab=_int(cfg, "vocab_size", where), mlp="plain", activation="gelu",
-            norm="layernorm", biases=True, positions="learned",
-            max_positions=_int(cfg, "n_positions", where),
-            tied_embeddings=_bool(cfg, "tie_word_embeddings", where, True))
+            name=label, layers=f.dim("n_layer"), d_model=d, heads=f.dim("n_head"),
+            d_ff=f.dim("n_inner", 4 * d), vocab=f.dim("vocab_size"), mlp="plain",
+            activation="gelu", norm="layernorm", biases=True, positions="learned",
+            max_positions=f.dim("n_positions"), tied_embeddings=f.flag("tie_word_embeddings", True))
     if kind not in _LLAMA_LIKE:
         raise SymroofError(f"{where}: unknown model_type {kind!r}{suggest(kind, FAMILIES)}; "
                            f"supported: {', '.join(FAMILIES)}")
-    d = _int(cfg, "hidden_size", where)
-    heads = _int(cfg, "num_attention_heads", where)
-    experts = _int(cfg, "num_local_experts", where, 1) if kind == "mixtral" else 1
-    attn_bias = _bool(cfg, "attention_bias", where, False)
-    mlp_bias = _bool(cfg, "mlp_bias", where, False)
+    d = f.dim("hidden_size")
+    heads = f.dim("num_attention_heads")
+    layers = f.dim("num_hidden_layers")
+    d_ff = f.dim("intermediate_size")
+    latent: LatentAttention | None = latent_of(f) if kind.startswith("deepseek") else None
+    # Qwen2's q, k, v biases are fixed (no o_proj bias), whatever attention_bias says
+    attn_bias = kind not in ("qwen2", "qwen2_moe") and f.flag("attention_bias", kind == "gpt_oss")
+    if latent is not None and attn_bias:
+        raise SymroofError(f"{where}: field 'attention_bias' true is not modelled for latent "
+                           "attention (no DeepSeek release sets it)")
+    window, windowed = window_of(f, kind, layers)
+    moe, dense = moe_of(f, kind, layers, d_ff)
+    n_windowed = sum(windowed)
+    if moe and window is not None and moe["dense_layers"]:
+        moe["window_dense_layers"] = sum(w and x for w, x in zip(windowed, dense))
     m = transformer(
-        name=label, layers=_int(cfg, "num_hidden_layers", where), d_model=d, heads=heads,
-        kv_heads=_int(cfg, "num_key_value_heads", where, heads),
-        head_dim=_int(cfg, "head_dim", where, None) or None,
-        d_ff=_int(cfg, "intermediate_size", where), vocab=_int(cfg, "vocab_size", where),
-        mlp="gated", activation="silu", norm="rmsnorm", positions="rotary",
-        tied_embeddings=_bool(cfg, "tie_word_embeddings", where, False),
-        qkv_bias=attn_bias or kind == "qwen2", experts=experts,
-        experts_per_token=_int(cfg, "num_experts_per_tok", where, 1) if experts > 1 else 1)
-    return m.replace(o_bias=attn_bias, mlp_bias=mlp_bias)
+        name=label, layers=layers, d_model=d, heads=heads,
+        kv_heads=heads if latent is not None else f.dim("num_key_value_heads", heads),
+        head_dim=None if latent is not None else f.dim("head_dim", _HEAD_DIM.get(kind)),
+        d_ff=d_ff, vocab=f.dim("vocab_size"), mlp="gated",
+        activation="gelu" if kind.startswith("gemma") else "silu", norm="rmsnorm",
+        positions="rotary", tied_embeddings=f.flag("tie_word_embeddings", kind.startswith("gemma")),
+        qkv_bias=attn_bias or kind == "qwen2" or (kind == "qwen2_moe" and f.flag("qkv_bias", True)),
+        window=window, window_layers=None if window is None or n_windowed == layers else n_windowed,
+        qk_norm=_QK_NORM.get(kind), post_norms=kind.startswith("gemma"), sinks=kind == "gpt_oss",
+        latent=latent, **moe)  # type: ignore[arg-type]
+    return m.replace(o_bias=attn_bias, mlp_bias=f.flag("mlp_bias", kind == "gpt_oss"))
 
 
-def from_hf_config(path: str | Path) -> TransformerModel:
+def from_hf_config(path: str | Path, *, ignore: Sequence[str] = ()) -> TransformerModel:
     """A model from a Hugging Face ``config.json`` file (nothing is downloaded)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SymroofError(f"{p}: cannot read config.json ({exc.__class__.__name__}: {exc})") from None
+    text = read_text(p, "config.json")
     try:
         cfg = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -121,4 +132,5 @@ def from_hf_config(path: str | Path) -> TransformerModel:
         what = f"field {hit.group(1)!r}" if hit else "a value"
         raise SymroofError(f"{p}: {what} is out of range (an integer of thousands of "
                            "digits)") from None
-    return from_hf_dict(cfg, name=p.parent.name if p.name == "config.json" else p.stem, where=str(p))
+    return from_hf_dict(cfg, name=p.parent.name if p.name == "config.json" else p.stem,
+                        where=str(p), ignore=ignore)

@@ -17,14 +17,16 @@ from dataclasses import dataclass
 import sympy as sp
 
 from symroof.analysis import Analysis, analyze
-from symroof.ir import Graph, OpGroup, Tensor, as_dim
-from symroof.options import Causal, FlopCount, OpsCounted, Unfused, option, renamed
+from symroof.errors import SymroofError
+from symroof.ir import Graph, OpGroup, Tensor, as_dim, as_expr
+from symroof.options import (Causal, FlopCount, OpsCounted, Unfused, WindowKernel, WindowSpan,
+                             option, renamed)
 from symroof.passes.fuse import Fuse
 from symroof.symbols import b as _b
 from symroof.symbols import dim
 
 __all__ = ["attention", "attention_core", "ElementwiseFlops", "causal_fraction", "FusionGroup",
-           "fuse_groups", "op_groups", "flash_tile_bytes"]
+           "fuse_groups", "op_groups", "flash_tile_bytes", "window_fraction", "window_span"]
 
 #: Ops a builder wants fused into one kernel, and the on-chip bytes a streaming kernel
 #: needs (None: the group's internal tensors are held whole). Builders collect these and
@@ -58,10 +60,54 @@ def causal_fraction(causal: Causal | bool | str, seq: sp.Expr) -> sp.Expr:
     return (seq + 1) / (2 * seq)
 
 
+def window_span(positions: sp.Expr, window: sp.Expr, span: WindowSpan | str,
+                what: str = "positions") -> sp.Expr:
+    """Positions a query attends on a layer with a window of ``window`` (the newest, itself,
+    included: keys i - W < j <= i): ``min(positions, W)``, or ``W`` when ``span`` is
+    ``"filled"`` (an assumption: refused when the numbers say otherwise).
+
+    >>> from symroof.symbols import S, dim
+    >>> window_span(S, dim("W"), "exact"), window_span(S, dim("W"), "filled"), window_span(3, 8, "exact")
+    (Min(S, W), W, 3)
+    """
+    mode = option(WindowSpan, span, "window_span")
+    p, w = as_expr(positions, what), as_expr(window, "window")
+    if mode is WindowSpan.EXACT:
+        return sp.Min(p, w)
+    if (p - w).is_negative:
+        raise SymroofError(f"window_span='filled' assumes {what} >= the window {w}, got {p}")
+    return w
+
+
+def window_fraction(causal: Causal | bool | str, seq: sp.Expr, window: sp.Expr,
+                    span: WindowSpan | str = WindowSpan.EXACT) -> sp.Expr:
+    """Fraction of the ``seq x seq`` QK^T (and PV) products a windowed kernel performs.
+
+    Query i attends the ``w = min(i, W)`` keys i - W < j <= i. Over ``seq`` queries that is
+    ``S w - w(w-1)/2`` pairs with ``w = min(S, W)`` (``causal="exact"``; S(S+1)/2 for
+    S <= W), ``S w - w^2/2`` with ``"half"`` (the seeds' S^2/2 at W >= S), and the full
+    S^2 with ``"none"`` (nothing skipped, as an eager kernel counts).
+
+    >>> from symroof.symbols import S, dim
+    >>> W = dim("W")
+    >>> sp.expand(window_fraction("half", S, W, "filled") * S**2)
+    S*W - W**2/2
+    >>> window_fraction("exact", 8, 4) * 64    # 1 + 2 + 3 + 4 + 4 + 4 + 4 + 4
+    26
+    """
+    mode = option(Causal, causal, "causal")
+    if mode is Causal.NONE:
+        return sp.Integer(1)
+    w = window_span(seq, window, span, "seq")
+    pairs = seq * w - (w**2 / 2 if mode is Causal.HALF else w * (w - 1) / 2)
+    return pairs / seq**2
+
+
 def attention_core(g: Graph, q: Tensor, k: Tensor, v: Tensor, *, work_fraction: sp.Expr,
                    fused: bool, unfused: Unfused | str = Unfused.WRITE_AND_READ,
                    softmax_flops: object = ElementwiseFlops.softmax,
-                   prefix: str = "") -> tuple[Tensor, FusionGroup | None]:
+                   prefix: str = "", sinks: Tensor | None = None
+                   ) -> tuple[Tensor, FusionGroup | None]:
     """Add ``softmax(q k^T) v`` to ``g``; returns the output in q's grouped layout and,
     when ``fused``, the FlashAttention kernel for the caller to fuse.
 
@@ -69,17 +115,33 @@ def attention_core(g: Graph, q: Tensor, k: Tensor, v: Tensor, *, work_fraction: 
     KV head are folded into the GEMM's M -- and ``k``, ``v`` are
     (batch, kv_heads, context, head_dim). ``softmax_flops`` per score covers scaling,
     masking, max, exp, sum and divide; it counts only when elementwise work counts.
+    ``sinks`` (kv_heads, q_per_kv, 1, 1), one learned logit per head that joins each
+    softmax (gpt-oss), is read by the softmax over the scores split by head.
     """
     mode = option(Unfused, unfused, "unfused")
     scores = g.gemm(q, k, transpose_b=True, work_fraction=work_fraction, name=f"{prefix}scores")
-    probs = g.elementwise(scores, name=f"{prefix}softmax", flops_per_element=softmax_flops)
-    out = g.gemm(probs, v, work_fraction=work_fraction, name=f"{prefix}pv")
+    pre, ops = scores, [scores.name]
+    if sinks is not None:  # the scores per query head, so that the per-head sinks broadcast
+        *lead, rows, keys = scores.shape
+        per = sinks.shape[-3]
+        pre = g.view(scores, (*lead, per, rows / per, keys), name=f"{prefix}scores_by_head")
+        ops.append(pre.name)
+    probs = g.elementwise(pre, *(() if sinks is None else (sinks,)), name=f"{prefix}softmax",
+                          flops_per_element=softmax_flops)
+    post = probs
+    ops.append(probs.name)
+    if sinks is not None:
+        post = g.view(probs, scores.shape, name=f"{prefix}probs")
+        ops.append(post.name)
+    out = g.gemm(post, v, work_fraction=work_fraction, name=f"{prefix}pv")
     if fused:  # FlashAttention: one kernel that streams K and V through on-chip tiles
-        return out, (frozenset({scores.name, probs.name, out.name}),
+        return out, (frozenset((*ops, out.name)),
                      flash_tile_bytes(q.shape[-1], q.bytes_per_value))
     if mode is Unfused.MATERIALIZE_ONCE:
         g.set_crossings(scores, writes=1, reads=0)
+        g.set_crossings(pre, reads=0)
         g.set_crossings(probs, writes=0, reads=0)
+        g.set_crossings(post, reads=0)
     return out, None
 
 
@@ -103,13 +165,18 @@ def attention(seq: object, d_model: object, heads: object, *, head_dim: object |
               causal: Causal | bool | str = Causal.HALF, fused: bool = True,
               unfused: Unfused | str = Unfused.WRITE_AND_READ, projections: bool = False,
               b: object = _b, ops: OpsCounted | str = OpsCounted.CONTRACTIONS,
-              flop_count: FlopCount | str = FlopCount.TWO_PER_MAC) -> Analysis:
+              flop_count: FlopCount | str = FlopCount.TWO_PER_MAC, window: object | None = None,
+              window_kernel: WindowKernel | str = WindowKernel.BAND,
+              window_span: WindowSpan | str = WindowSpan.EXACT) -> Analysis:
     """One attention layer over ``seq`` tokens (prefill), width ``d_model``, ``heads`` heads.
 
     Without ``projections`` the inputs are Q, K, V and the output is O (fused traffic
     ``4SDb`` for multi-head attention); with them, the Q/K/V/output weight GEMMs are added
     and the input is the layer's activation x. ``ops="contractions"`` (default) counts
     the FLOPs of the GEMMs only, as the seeds do; ``"all"`` adds softmax work.
+    With a sliding ``window`` W, a ``window_kernel="band"`` kernel does the pairs of
+    :func:`window_fraction` (about S W instead of S^2/2 per head); ``"masked"`` does the
+    causal count and masks the window off.
     """
     s_, d_ = as_dim(seq, "attention seq"), as_dim(d_model, "attention d_model")
     h_ = as_dim(heads, "attention heads")
@@ -131,8 +198,11 @@ def attention(seq: object, d_model: object, heads: object, *, head_dim: object |
         q = g.input("q", (bt, g_, per * s_, hd), bytes_per_value=b)
         k = g.input("k", (bt, g_, s_, hd), bytes_per_value=b)
         v = g.input("v", (bt, g_, s_, hd), bytes_per_value=b)
-    o, kernel = attention_core(g, q, k, v, work_fraction=causal_fraction(causal, s_),
-                               fused=fused, unfused=mode)
+    frac = causal_fraction(causal, s_)
+    if window is not None and option(WindowKernel, window_kernel,
+                                     "window_kernel") is WindowKernel.BAND:
+        frac = window_fraction(causal, s_, as_dim(window, "attention window"), window_span)
+    o, kernel = attention_core(g, q, k, v, work_fraction=frac, fused=fused, unfused=mode)
     if projections:
         of = g.view(o, (bt, s_, h_ * hd), name="o")
         o = g.gemm(of, g.weight("W_o", (h_ * hd, d_), bytes_per_value=b), name="o_proj")

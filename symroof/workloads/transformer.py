@@ -13,6 +13,12 @@ Counting conventions (each a named option):
   also False).
 - ``traffic`` (decode): ``"weights_and_kv"`` (default: activations resident on chip, as
   the seeds model decode) or ``"all"``.
+- ``window_kernel`` (prefill, training): a windowed layer's kernel visits only the band of
+  W keys per query (``"band"``, default) or computes the causal span and masks it
+  (``"masked"``); ``window_span``: ``"exact"`` (min(positions, W), default) or
+  ``"filled"`` (W: the window is full, formulas without Min).
+- ``latent`` (decode of latent attention): ``"absorbed"`` (default) or ``"naive"``.
+- ``expert_reads``: which routed experts' weights a step reads (``"all"``, default).
 - The input embedding is a gather: only the looked-up rows are read.
 
 >>> from symroof.models import transformer
@@ -24,12 +30,14 @@ Counting conventions (each a named option):
 
 from __future__ import annotations
 
+import sympy as sp
 
 from symroof.analysis import Analysis, analyze
 from symroof.errors import SymroofError
-from symroof.ir import Graph, Kind, as_dim
-from symroof.options import (Causal, DecodeTraffic, FlopCount, Logits, OpsCounted, Unfused,
-                             option, renamed)
+from symroof.ir import Graph, Kind, as_dim, as_expr
+from symroof.options import (Causal, DecodeTraffic, ExpertReads, FlopCount, LatentDecode,
+                             Logits, OpsCounted, Unfused, WindowKernel, WindowSpan, option,
+                             renamed)
 from symroof.passes.backward import Backward
 from symroof.passes.optimizer import ADAM, Optimizer, OptimizerStep
 from symroof.passes.pipeline import Pipeline
@@ -61,14 +69,21 @@ def prefill(model: TransformerShape, batch: object, seq: object, *,
             fused: bool = True, unfused: Unfused | str = Unfused.WRITE_AND_READ,
             ops: OpsCounted | str = OpsCounted.CONTRACTIONS,
             flop_count: FlopCount | str = FlopCount.TWO_PER_MAC,
-            flops_per_element: ElementwiseFlops = ElementwiseFlops()) -> Analysis:
+            flops_per_element: ElementwiseFlops = ElementwiseFlops(),
+            window_kernel: WindowKernel | str = WindowKernel.BAND,
+            window_span: WindowSpan | str = WindowSpan.EXACT,
+            expert_reads: ExpertReads | str = ExpertReads.ALL) -> Analysis:
     """One forward pass over ``batch x seq`` prompt tokens (attention fused by default).
 
-    Traffic is compulsory traffic of every tensor kind (weights, activations).
+    Traffic is compulsory traffic of every tensor kind (weights, activations). A windowed
+    layer does about ``S W`` query-key pairs per head with a windowed kernel
+    (``window_kernel="band"``); ``"masked"`` keeps the count of a kernel that computes
+    the causal span and masks the window (with ``causal="none"``, PyTorch eager's S^2).
     """
     g = forward_graph(_model(model, "prefill"), batch=batch, seq=seq, causal=causal,
                       fused=fused, unfused=unfused, logits=logits,
-                      flops_per_element=flops_per_element)
+                      flops_per_element=flops_per_element, window_kernel=window_kernel,
+                      window_span=window_span, expert_reads=expert_reads)
     return analyze(g, flop_count=flop_count, ops=op_groups(ops),
                    tokens=as_dim(batch, "batch") * as_dim(seq, "seq"))
 
@@ -79,7 +94,10 @@ def decode(model: TransformerShape, batch: object, context: object | None = None
            traffic: DecodeTraffic | str = DecodeTraffic.WEIGHTS_AND_KV, kv_write: bool = False,
            logits: Logits | str = Logits.ALL, ops: OpsCounted | str = OpsCounted.CONTRACTIONS,
            flop_count: FlopCount | str = FlopCount.TWO_PER_MAC,
-           flops_per_element: ElementwiseFlops = ElementwiseFlops()) -> Analysis:
+           flops_per_element: ElementwiseFlops = ElementwiseFlops(),
+           window_span: WindowSpan | str = WindowSpan.EXACT,
+           latent: LatentDecode | str = LatentDecode.ABSORBED,
+           expert_reads: ExpertReads | str = ExpertReads.ALL) -> Analysis:
     """One decode step: one new token per sequence attending to ``context`` cached positions.
 
     ``context`` counts the KV positions attended, the new token's included; give
@@ -88,16 +106,29 @@ def decode(model: TransformerShape, batch: object, context: object | None = None
     read every step. ``traffic="weights_and_kv"`` (default) counts weights and KV cache,
     with activations resident on chip, as the seeds do; ``"all"`` counts activations too.
     ``kv_write=False`` (default, the seeds) leaves out the write of the new K/V entries.
+    ``past=0`` is a step on an empty cache (context 1). A windowed layer reads and attends
+    ``min(context, W)`` positions (the new token is inside its window); latent attention
+    runs ``latent="absorbed"`` (default) or ``"naive"`` (K and V up-projected from every
+    cached latent, as transformers does).
     """
     if (context is None) == (past is None):
         raise SymroofError("decode: give exactly one of context (positions attended, the new "
                            "token included) and past (cached tokens before this step)")
-    ctx = as_dim(context, "context") if past is None else as_dim(past, "past") + 1
+    ctx = as_dim(context, "context") if past is None else _past(past) + 1
     kinds = DECODE_TRAFFIC[option(DecodeTraffic, traffic, "decode traffic")]
     g = forward_graph(_model(model, "decode"), batch=batch, seq=1, context=ctx, decode=True,
-                      logits=logits, kv_write=kv_write, flops_per_element=flops_per_element)
+                      logits=logits, kv_write=kv_write, flops_per_element=flops_per_element,
+                      window_span=window_span, latent=latent, expert_reads=expert_reads)
     return analyze(g, flop_count=flop_count, ops=op_groups(ops), traffic=kinds,
                    tokens=as_dim(batch, "batch"))
+
+
+def _past(past: object) -> sp.Expr:
+    """Cached positions before a step: 0 (an empty cache) or a dimension."""
+    value = as_expr(past, "past")
+    if value == 0:
+        return sp.Integer(0)
+    return as_dim(value, "past")
 
 
 def training_pipeline(*, recompute: bool = True,
@@ -111,12 +142,15 @@ def training_pipeline(*, recompute: bool = True,
 def training_graph(model: TransformerShape, batch: object, seq: object, *,
                    causal: Causal | bool | str = Causal.HALF, fused: bool = True,
                    recompute: bool = True, optimizer: Optimizer | None = ADAM,
-                   flops_per_element: ElementwiseFlops = ElementwiseFlops()) -> Graph:
+                   flops_per_element: ElementwiseFlops = ElementwiseFlops(),
+                   window_kernel: WindowKernel | str = WindowKernel.BAND,
+                   window_span: WindowSpan | str = WindowSpan.EXACT) -> Graph:
     """Forward over ``batch x seq`` tokens, its backward pass, and an optimizer step."""
     m = _model(model, "training")
     fwd = forward_graph(m, batch=batch, seq=seq, causal=causal, fused=fused,
                         logits=Logits.ALL, flops_per_element=flops_per_element,
-                        name=f"{m.name}-train")
+                        name=f"{m.name}-train", window_kernel=window_kernel,
+                        window_span=window_span)
     return training_pipeline(recompute=recompute, optimizer=optimizer).apply(fwd)
 
 
@@ -126,7 +160,9 @@ def training(model: TransformerShape, batch: object, seq: object, *,
              recompute: bool = True, optimizer: Optimizer | None = ADAM,
              ops: OpsCounted | str = OpsCounted.CONTRACTIONS,
              flop_count: FlopCount | str = FlopCount.TWO_PER_MAC,
-             flops_per_element: ElementwiseFlops = ElementwiseFlops()) -> Analysis:
+             flops_per_element: ElementwiseFlops = ElementwiseFlops(),
+             window_kernel: WindowKernel | str = WindowKernel.BAND,
+             window_span: WindowSpan | str = WindowSpan.EXACT) -> Analysis:
     """One training step over ``batch x seq`` tokens: forward, backward, optimizer.
 
     Each GEMM gains a data-gradient and a weight-gradient GEMM of its own size, so the
@@ -135,6 +171,7 @@ def training(model: TransformerShape, batch: object, seq: object, *,
     the S x S matrices.
     """
     g = training_graph(model, batch, seq, causal=causal, fused=fused, recompute=recompute,
-                       optimizer=optimizer, flops_per_element=flops_per_element)
+                       optimizer=optimizer, flops_per_element=flops_per_element,
+                       window_kernel=window_kernel, window_span=window_span)
     return analyze(g, flop_count=flop_count, ops=op_groups(ops),
                    tokens=as_dim(batch, "batch") * as_dim(seq, "seq"))

@@ -1,0 +1,206 @@
+"""The fields of a Hugging Face ``config.json``, family by family: typed reads, the layer
+pattern (sliding windows, dense layers of a mixture of experts), and the refusals.
+
+Rules and defaults follow transformers 5.24 (``configuration_<family>.py``); the reader
+is :mod:`symroof.models.hf`.
+
+>>> f = Fields({"model_type": "gemma2", "num_hidden_layers": 4, "sliding_window": 8}, "cfg")
+>>> window_of(f, "gemma2", 4)      # even layers local
+(8, [True, False, True, False])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from symroof.errors import SymroofError
+from symroof.models.latent import LatentAttention
+
+__all__ = ["Fields", "window_of", "moe_of", "latent_of", "refuse"]
+
+_MISSING: Any = object()
+
+#: Mixture-of-experts families: (key for E, default E, default k, key for the routed width).
+_MOE = {"mixtral": ("num_local_experts", 8, 2, "intermediate_size"),
+        "olmoe": ("num_experts", 64, 8, "intermediate_size"),
+        "gpt_oss": ("num_local_experts", 32, 4, "intermediate_size"),
+        "qwen2_moe": ("num_experts", 60, 4, "moe_intermediate_size"),
+        "qwen3_moe": ("num_experts", 128, 8, "moe_intermediate_size"),
+        "deepseek_v2": ("n_routed_experts", 64, 6, "moe_intermediate_size"),
+        "deepseek_v3": ("n_routed_experts", 256, 8, "moe_intermediate_size")}
+
+#: Fields that change the cost in ways symroof does not model: refused by name when set.
+_UNMODELLED = {
+    "vision_config": "a vision tower (a multimodal wrapper; read its text_config alone)",
+    "audio_config": "an audio tower (a multimodal wrapper; read its text_config alone)",
+    "text_config": "a multimodal wrapper (read its text_config alone)",
+    "is_encoder_decoder": "an encoder-decoder model",
+    "add_cross_attention": "cross-attention",
+    "cross_attention_hidden_size": "cross-attention",
+    "cross_attention_layers": "cross-attention",
+    "use_bidirectional_attention": "bidirectional (not causal) attention",
+    "attention_chunk_size": "chunked attention",
+    "num_kv_shared_layers": "KV caches shared between layers",
+}
+
+
+class Fields:
+    """Typed reads of one config.json mapping; errors name the field and the file."""
+
+    def __init__(self, cfg: Mapping[str, object], where: str) -> None:
+        self.cfg, self.where = cfg, where
+
+    def given(self, key: str) -> bool:
+        """The field is present and neither null, false, 0 nor empty."""
+        value = self.cfg.get(key)
+        return value is not None and value is not False and value != 0 and value != [] \
+            and value != {}
+
+    def dim(self, key: str, default: Any = _MISSING) -> Any:
+        """A positive integer (``default`` when missing or null; required without one)."""
+        value = self.cfg.get(key)
+        if value is None:
+            if default is _MISSING:
+                raise SymroofError(f"{self.where}: missing field {key!r} (a positive integer)")
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise SymroofError(f"{self.where}: field {key!r} must be a positive integer, got "
+                               f"{value!r}")
+        return value
+
+    def count(self, key: str, default: int = 0) -> int:
+        """A non-negative integer (a number of layers or of shared experts)."""
+        value = self.cfg.get(key, default)
+        value = default if value is None else value
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise SymroofError(f"{self.where}: field {key!r} must be a non-negative integer, "
+                               f"got {value!r}")
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        """true or false (``default`` when missing or null)."""
+        value = self.cfg.get(key, default)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise SymroofError(f"{self.where}: field {key!r} must be true or false, got {value!r}")
+        return value
+
+    def indices(self, key: str, layers: int) -> set[int]:
+        """A list of layer indices, each in 0 .. layers - 1."""
+        value = self.cfg.get(key) or []
+        if not isinstance(value, list) or not all(
+                isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in value):
+            raise SymroofError(f"{self.where}: field {key!r} must be a list of layer indices "
+                               f"0 .. {layers - 1}, got {value!r}")
+        return set(value)
+
+    @staticmethod
+    def renames(kind: str) -> dict[str, str]:
+        """symroof's field names -> this family's config.json keys, for error messages."""
+        experts = _MOE.get(kind, ("num_local_experts",))[0]
+        return {"kv_heads": "num_key_value_heads", "heads": "num_attention_heads",
+                "head_dim": "head_dim (or hidden_size / num_attention_heads)",
+                "experts_per_token": "num_experts_per_tok", "experts": experts,
+                "d_model": "hidden_size"}
+
+
+def refuse(f: Fields, kind: str, ignore: frozenset[str]) -> None:
+    """Refuse, by name, a set field that changes the cost and is not modelled."""
+    q = f.cfg.get("quantization_config")
+    if q is not None and "quantization_config" not in ignore:
+        method = q.get("quant_method") if isinstance(q, Mapping) else None
+        raise SymroofError(
+            f"{f.where}: field 'quantization_config' (quant_method {method!r}) sets the bytes "
+            "of the stored weights, which symroof does not read from a config; pass "
+            "ignore=('quantization_config',) to count the unquantised model and give its "
+            "bytes per weight with with_precision(weights=...)")
+    for key, what in _UNMODELLED.items():
+        if f.given(key):
+            raise SymroofError(f"{f.where}: field {key!r} is set: {what} is not modelled")
+    if kind.startswith("deepseek") and f.cfg.get("moe_layer_freq", 1) not in (1, None):
+        raise SymroofError(f"{f.where}: field 'moe_layer_freq' {f.cfg['moe_layer_freq']!r}: "
+                           "only 1 (every layer from first_k_dense_replace on) is modelled")
+    if kind == "qwen2_moe" and f.flag("use_sliding_window", False):
+        raise SymroofError(f"{f.where}: field 'use_sliding_window' true is not modelled for "
+                           "qwen2_moe (no release uses it; transformers' layer rule for it "
+                           "disagrees with its documentation)")
+
+
+def window_of(f: Fields, kind: str, layers: int) -> tuple[int | None, list[bool]]:
+    """The window W and, per layer, whether it is windowed (transformers 5.24's rules)."""
+    default = {"mistral": 4096, "gemma2": 4096, "gemma3_text": 4096, "gpt_oss": 128}.get(kind)
+    if kind in ("llama", "olmoe", "deepseek_v2", "deepseek_v3"):
+        return None, [False] * layers
+    if kind in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and not f.flag("use_sliding_window",
+                                                                           False):
+        return None, [False] * layers  # a sliding_window value alone is inert
+    window = f.dim("sliding_window", default)
+    types = f.cfg.get("layer_types")
+    if types is not None:
+        allowed = ("full_attention", "sliding_attention")
+        if not isinstance(types, list) or len(types) != layers or any(
+                t not in allowed for t in types):
+            odd = [t for t in types if t not in allowed] if isinstance(types, list) else types
+            raise SymroofError(f"{f.where}: field 'layer_types' must list {layers} entries of "
+                               f"{' or '.join(allowed)}; got {odd!r}"[:400])
+        flags = [t == "sliding_attention" for t in types]
+    elif kind in ("gemma2", "gpt_oss"):
+        flags = [(i + 1) % 2 == 1 for i in range(layers)]         # even layers local
+    elif kind == "gemma3_text":
+        pattern = f.dim("sliding_window_pattern", 6)
+        flags = [(i + 1) % pattern != 0 for i in range(layers)]   # every pattern-th global
+    elif kind in ("qwen2", "qwen3"):
+        first = f.count("max_window_layers", 28)
+        flags = [i >= first for i in range(layers)]               # the first ones full
+    else:                                                         # every layer
+        flags = [True] * layers
+    if types is not None and any(flags) and window is None:
+        raise SymroofError(f"{f.where}: field 'sliding_window' is null but layers are windowed "
+                           "(layer_types lists sliding_attention)")
+    if window is None or not any(flags):
+        return None, [False] * layers
+    return window, flags
+
+
+def moe_of(f: Fields, kind: str, layers: int, d_ff: int) -> tuple[dict[str, object], list[bool]]:
+    """A mixture of experts' fields for ``transformer(...)`` and, per layer, whether it is
+    a dense MLP layer (empty fields and all-dense for a dense model)."""
+    if kind not in _MOE:
+        return {}, [True] * layers
+    key, n_default, k_default, width_key = _MOE[kind]
+    experts = f.dim(key, n_default)
+    if experts == 1:
+        raise SymroofError(f"{f.where}: field {key!r} 1: a mixture of one expert is not "
+                           "modelled")
+    per_token = f.dim("num_experts_per_tok", f.dim("experts_per_token", k_default)
+                      if kind == "gpt_oss" else k_default)
+    width = f.dim(width_key)
+    out: dict[str, object] = {"experts": experts, "experts_per_token": per_token}
+    if width != d_ff:
+        out["expert_d_ff"] = width
+    if kind == "qwen2_moe" and f.count("shared_expert_intermediate_size", 5632):
+        out["shared_d_ff"] = f.dim("shared_expert_intermediate_size", 5632)
+        out["shared_gate"] = True
+    if kind.startswith("deepseek") and f.count("n_shared_experts", 0):
+        out["shared_d_ff"] = f.count("n_shared_experts") * width
+    if kind == "gpt_oss":
+        out["router_bias"] = True
+    if kind in ("qwen2_moe", "qwen3_moe"):
+        only, step = f.indices("mlp_only_layers", layers), f.dim("decoder_sparse_step", 1)
+        dense = [i in only or (i + 1) % step != 0 for i in range(layers)]
+    elif kind.startswith("deepseek"):
+        first = f.count("first_k_dense_replace", 0)
+        dense = [i < first for i in range(layers)]
+    else:
+        dense = [False] * layers
+    out["dense_layers"] = sum(dense)
+    return out, dense
+
+
+def latent_of(f: Fields) -> LatentAttention:
+    """Multi-head latent attention's widths (DeepSeek-V2/V3; ``q_lora_rank`` may be null)."""
+    return LatentAttention(kv_rank=f.dim("kv_lora_rank"), rope_dim=f.dim("qk_rope_head_dim"),
+                           nope_dim=f.dim("qk_nope_head_dim"), v_dim=f.dim("v_head_dim"),
+                           q_rank=f.dim("q_lora_rank", None))
