@@ -1,7 +1,10 @@
 """The ``symroof`` command: a table of subcommands, one module each, over the library.
 
-Every command takes ``--json``. Bad input prints one line ``symroof: error: ...`` to
-stderr and exits 2, never a traceback; a closed pipe (``| head``) ends quietly.
+Every command takes ``--json`` and ``--budget NAME=VALUE`` (the limits of
+:mod:`symroof.budget`). Bad input, or a request over a limit, prints one line
+``symroof: error: ...`` to stderr and exits 2, never a traceback; a closed pipe
+(``| head``) ends quietly with status 0; an output that cannot be written (a full disk)
+prints one line and exits 1.
 
 Only the module of the command being run is imported, so ``symroof --version`` and each
 command start as fast as their own imports allow. To add a command, write a module with
@@ -18,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from symroof.budget import limits, parse_limits
 from symroof.cli.base import Command, Parser
 from symroof.errors import SymroofError
 from symroof.version import __version__
@@ -39,20 +43,30 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("eval", "symroof.cli.derive", "derive plus roofline time and bound on --hardware"),
     Entry("solve", "symroof.cli.solve", "limits and crossovers of a workload's quantities"),
     Entry("hardware", "symroof.cli.hardware", "list or show chip specs"),
+    Entry("sim", "symroof.cli.sim", "the Try-it page: seed 000's roofline simulation as HTML"),
     Entry("atlas", "symroof.cli.atlas", "every crossover of a workload's parts and ridges"),
     Entry("report", "symroof.cli.report", "a claim file (or the seed appendix) into an appendix"),
     Entry("check", "symroof.cli.check", "verify the claims annotated in a Markdown/LaTeX file"),
     Entry("plot", "symroof.cli.plot", "charts: a chip's roofline with workloads, or a crossover"),
+    Entry("measure", "symroof.cli.measure", "the machine at hand; measured times beside bounds"),
 )
+
+
+def _add_budget(p: argparse.ArgumentParser, dest: str) -> None:
+    p.add_argument("--budget", action="append", dest=dest, default=[], metavar="NAME=VALUE",
+                   help="raise or lower a limit: rows, ops, degree, seconds, memory_mib, "
+                   "digits, file_bytes (see README, 'Limits')")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The argument parser; ``command``'s options are added (all commands' when None)."""
     p = Parser(prog="symroof", description="Closed-form roofline formulas for NN workloads.")
     p.add_argument("--version", action="version", version=f"symroof {__version__}")
+    _add_budget(p, "budget")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     for entry in COMMANDS:
         child = sub.add_parser(entry.name, help=entry.help)
+        _add_budget(child, "budget_after")  # before or after the command
         if command is None or command == entry.name:
             _command(entry).configure(child)
     return p
@@ -68,27 +82,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (0 ok, 1 output error, 2 bad input)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
-        chosen = next((a for a in args_list if not a.startswith("-")), None)
         known = {e.name: e for e in COMMANDS}
+        chosen = next((a for a in args_list if a in known), None)
         parser = build_parser(chosen if chosen in known else "")
         if not args_list:
             parser.print_help()
             return 0
         args = parser.parse_args(args_list)
-        return int(_command(known[args.command]).run(args, print))
+        with limits(**parse_limits([*args.budget, *args.budget_after])):
+            code = int(_command(known[args.command]).run(args, print))
+        sys.stdout.flush()  # a closed pipe or a full disk shows here, not at exit
+        return code
     except SymroofError as exc:  # one line, whatever the input held
-        line = str(exc).replace("\r", "\\r").replace("\n", "\\n")
-        print(f"symroof: error: {line[:2000]}", file=sys.stderr)
-        return 2
+        return _error(str(exc))
+    except RecursionError:  # a structure nested past Python's stack, from any reader
+        return _error("input nested too deeply")
     except SystemExit as exc:  # --help, --version
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     except BrokenPipeError:  # a reader such as `head` closed the pipe: stop quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
+        _silence_stdout()
         return 0
     except OSError as exc:  # a full disk or a closed stdout: one line, status 1
+        _silence_stdout()
         print(f"symroof: error: cannot write output ({exc.strerror or exc})", file=sys.stderr)
         return 1
+
+
+def _error(message: str) -> int:
+    line = message.replace("\r", "\\r").replace("\n", "\\n")
+    print(f"symroof: error: {line[:2000]}", file=sys.stderr)
+    return 2
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null: what is still buffered for a closed pipe or a full disk
+    must not raise a second error when Python flushes it at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (tests)
+        pass
 
 
 if __name__ == "__main__":

@@ -209,7 +209,7 @@ def claims_json(outcome: Outcome) -> list[dict[str, object]]:
             "id": c.id, "seed": files.get(c.document, ""), "quote": c.quote,
             "quantity": c.quantity,
             "claimed": json_number(r.claimed / r.scale) if r.claimed is not None else None,
-            "derived": json_number(r.derived / r.scale) if number else None,  # type: ignore[operator]
+            "derived": json_number(r.derived / r.scale) if number else None,
             "formula": str(formula) if formula is not None else None,
             "unit": c.unit, "status": r.status,
             "note": r.message if r.status == "error" else c.note})

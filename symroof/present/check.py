@@ -24,7 +24,7 @@ def _value(value: object, r: Result) -> str:
     unit = "" if r.claim.unit in ("-", "ratio") else f" {r.claim.unit}"
     if getattr(value, "free_symbols", None):
         return str(value)
-    return f"{figure(value / r.scale)}{unit}"  # type: ignore[operator]
+    return f"{figure(value / r.scale)}{unit}"
 
 
 def check_lines(outcome: Outcome) -> Iterator[str]:

@@ -43,14 +43,16 @@ class RenderedChart:
     pgfplots: str
 
 
-def _result(results: Mapping[str, Result], claim_id: object, where: str) -> Result:
+def _result(results: Mapping[str, Result], claim_id: object,
+            where: str) -> tuple[Result, sp.Expr]:
+    """The claim and its derived number."""
     if not isinstance(claim_id, str) or claim_id not in results:
         raise SymroofError(f"{where}: no claim {claim_id!r} in this file")
     r = results[claim_id]
     if r.derived is None or r.derived.free_symbols:
         raise SymroofError(f"{where}: claim {claim_id!r} has no numeric derived value "
                            f"(status {r.status})")
-    return r
+    return r, r.derived
 
 
 def _roofline(spec: Mapping[str, Any], results: Mapping[str, Result], where: str) -> RooflineChart:
@@ -67,9 +69,9 @@ def _roofline(spec: Mapping[str, Any], results: Mapping[str, Result], where: str
     bw = chip.bandwidth()
     points = []
     for i, p in enumerate(spec.get("points", [])):
-        r = _result(results, p.get("claim"), f"{where}.points[{i}]")
-        attainable = sp.Min(top, bw * r.derived)
-        points.append((str(p.get("label", r.claim.id)), float(r.derived), float(attainable)))
+        r, intensity = _result(results, p.get("claim"), f"{where}.points[{i}]")
+        attainable = sp.Min(top, bw * intensity)
+        points.append((str(p.get("label", r.claim.id)), float(intensity), float(attainable)))
     return RooflineChart(str(spec.get("title", chip.display_name)), roofs, ceilings, points)
 
 
@@ -91,11 +93,11 @@ def _curve(spec: Mapping[str, Any], results: Mapping[str, Result], where: str,
     ys = [float(y_of.xreplace({x: sp.Rational(repr(v))})) for v in xs]
     marks = []
     for i, m in enumerate(spec.get("marks", [])):
-        mr = _result(results, m.get("claim"), f"{where}.marks[{i}]")
+        mr, derived = _result(results, m.get("claim"), f"{where}.marks[{i}]")
         at = float(m.get("x", 1))
         if mr.claimed is not None:
             marks.append((f"{mr.claim.id}: printed", at, float(mr.claimed)))
-        marks.append((f"{mr.claim.id}: derived", at, float(mr.derived)))  # type: ignore[arg-type]
+        marks.append((f"{mr.claim.id}: derived", at, float(derived)))
     return CurveChart(str(spec.get("title", r.claim.quantity)), x_name, y_name,
                       [(r.claim.quantity, xs, ys)], marks=marks)
 

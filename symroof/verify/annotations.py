@@ -36,7 +36,7 @@ from symroof.errors import SymroofError
 from symroof.files import read_text
 from symroof.verify.schema import Claim, ClaimFile, Document, validate_claim
 
-__all__ = ["Annotation", "annotations", "annotated_claims", "load_annotated"]
+__all__ = ["Annotation", "find_annotations", "annotated_claims", "load_annotated"]
 
 _MD_OPEN = re.compile(r"<!--\s*symroof\b")
 _TEX = re.compile(r"^\s*%\s*symroof:(.*)$")
@@ -58,7 +58,7 @@ def _is_tex(name: str) -> bool:
     return name.endswith((".tex", ".ltx", ".sty"))
 
 
-def annotations(text: str, name: str) -> list[Annotation]:
+def find_annotations(text: str, name: str) -> list[Annotation]:
     """Every annotation of a document, in order."""
     lines = text.splitlines()
     out: list[Annotation] = []
@@ -99,7 +99,7 @@ def annotated_claims(text: str, name: str) -> ClaimFile:
     symbols: dict[str, Any] = {}
     claims: list[Claim] = []
     seen: set[str] = set()
-    for a in annotations(text, name):
+    for a in find_annotations(text, name):
         body = a.body.strip()
         where = f"{name}:{a.line}"
         if body.startswith("symbols"):

@@ -58,7 +58,7 @@ def check_rounding(rounding: object, where: str) -> dict[str, object]:
 def _rational(x: object) -> sp.Rational:
     if isinstance(x, float):
         return sp.Rational(repr(x))
-    return sp.Rational(x)  # type: ignore[arg-type]
+    return sp.Rational(x)
 
 
 def _exponent(x: sp.Rational) -> int:
