@@ -53,10 +53,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from", dest="lo", default="1", help="crossover: smallest x")
     p.add_argument("--to", dest="hi", default="512", help="crossover: largest x")
     p.add_argument("--title", default=None)
-    p.add_argument("--flop-count", dest="flop_count", default=FlopCount.TWO_PER_MAC,
-                   choices=choices(FlopCount))
-    p.add_argument("--flops-per-element", type=int, default=1)
-    p.add_argument("--lowering", default=Lowering.EXPLICIT, choices=choices(Lowering))
+    # the workload's shaping options, as derive declares them (None: the workload's default)
+    p.add_argument("--flop-count", dest="flop_count", default=None, choices=choices(FlopCount))
+    p.add_argument("--flops-per-element", type=int, default=None)
+    p.add_argument("--lowering", default=None, choices=choices(Lowering))
     p.add_argument("--unfused", default=None, choices=choices(Unfused))
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
 
