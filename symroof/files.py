@@ -75,6 +75,9 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(text)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is for everyone
             os.replace(tmp, target)
         except BaseException:
             os.unlink(tmp)

@@ -16,6 +16,7 @@ True
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
@@ -53,14 +54,15 @@ def figure(value: sp.Expr) -> str:
     return f"{float(value):,.6g}"
 
 
-def _in_unit(value: sp.Expr | None, r: Result) -> str:
-    if value is None:
+def _in_unit(value: sp.Expr | None, r: Result, flavour: str) -> str:
+    """``value`` in the claim's unit, with the unit (escaped for ``flavour``)."""
+    if value is None or value.free_symbols:
         return ""
-    if value.free_symbols:
-        return ""
-    unit = "" if r.claim.unit in ("-", "ratio") else (r.claim.unit if r.claim.unit == "%"
-                                                       else f" {r.claim.unit}")
-    return f"{figure(value / r.scale)}{unit}"
+    unit = r.claim.unit
+    if unit in ("-", "ratio"):
+        return figure(value / r.scale)
+    shown = _escape(flavour)(unit)
+    return f"{figure(value / r.scale)}{shown if unit == '%' else ' ' + shown}"
 
 
 def _tex_text(text: str) -> str:
@@ -89,24 +91,48 @@ def _escape(flavour: str) -> Any:
     return _tex_text if flavour == "tex" else markdown_escape
 
 
+#: LaTeX commands a document's own math may use in a quote (anything else is shown as text)
+_MATH_COMMANDS = frozenset("""mathrm mathbb mathcal text approx times cdot frac sqrt
+    Theta theta pi beta Psi psi ll gg le leq ge geq min max infty to sum prod left right
+    quad qquad ldots dots alpha gamma mu sigma lambda""".split())
+_MATH = re.compile(r"\$([^$\n]+)\$")
+
+
+def _quote(text: str, flavour: str) -> str:
+    """A quote escaped for ``flavour``, keeping the document's own ``$...$`` math as math
+    when it uses only well-known commands."""
+    esc = _escape(flavour)
+    out, last = [], 0
+    for m in _MATH.finditer(text):
+        commands = set(re.findall(r"\\([A-Za-z]+)", m.group(1)))
+        if not commands <= _MATH_COMMANDS or "{" in m.group(1) and m.group(1).count("{") != \
+                m.group(1).count("}"):
+            continue
+        out.append(esc(text[last:m.start()]))
+        out.append(m.group(0))
+        last = m.end()
+    out.append(esc(text[last:]))
+    return "".join(out)
+
+
 def _claim_item(r: Result, flavour: str) -> dict[str, Any]:
     esc = _escape(flavour)
     c = r.claim
     subs = ", ".join(f"{latex(k)} = {latex(v)}" for k, v in r.subs.items())
-    claimed = (_in_unit(r.claimed, r) if r.claimed is not None else
+    claimed = (_in_unit(r.claimed, r, flavour) if r.claimed is not None else
                latex(r.claimed_formula) if r.claimed_formula is not None else "")
     return {
         "id": c.id, "anchor": c.id.replace(".", "-"), "quantity": esc(c.quantity),
-        "quote": esc(c.quote), "status": r.status, "kind": c.kind,
+        "quote": _quote(c.quote, flavour), "status": r.status, "kind": c.kind,
         "formula": latex(r.formula) if r.formula is not None else "",
         "derived_formula": (latex(r.derived) if r.derived is not None and r.derived.free_symbols
                             else ""),
-        "subs": subs, "derived": _in_unit(r.derived, r),
+        "subs": subs, "derived": _in_unit(r.derived, r, flavour),
         "claimed": claimed, "claimed_is_formula": r.claimed_formula is not None,
         "tolerance": esc(r.tolerance), "note": esc(c.note), "source": esc(c.source),
         "message": esc(r.message),
         "alternatives": [{"label": esc(a.label),
-                          "value": (_in_unit(a.derived, r) if a.derived is not None and not
+                          "value": (_in_unit(a.derived, r, flavour) if a.derived is not None and not
                                     a.derived.free_symbols else
                                     f"${latex(a.derived)}$" if a.derived is not None else ""),
                           "status": a.status or "", "message": esc(a.message)}
@@ -129,7 +155,7 @@ def _table_item(rows: list[Result], flavour: str) -> dict[str, Any]:
     def cell(r: Result | None) -> dict[str, str]:
         if r is None:
             return {"claimed": "", "derived": "", "status": ""}
-        return {"claimed": _in_unit(r.claimed, r), "derived": _in_unit(r.derived, r),
+        return {"claimed": _in_unit(r.claimed, r, flavour), "derived": _in_unit(r.derived, r, flavour),
                 "status": r.status}
 
     first = rows[0].claim.table

@@ -29,6 +29,7 @@ from symroof.verify import Chart, Outcome, Result
 __all__ = ["RenderedChart", "render_charts"]
 
 _SAMPLES = 48  # points along a curve (log-spaced): smooth at any size the report uses
+_WIDTH_CM = 14.0  # the appendix's text width: labels are laid out for the page's font size
 
 
 @dataclass(frozen=True)
@@ -117,10 +118,10 @@ def _render(chart: Chart, results: Mapping[str, Result], outcome: Outcome) -> Re
     kind = spec.get("kind")
     if kind == "roofline":
         rc = _roofline(spec, results, where)
-        svg, tex = roofline_svg(rc), roofline_pgfplots(rc)
+        svg, tex = roofline_svg(rc), roofline_pgfplots(rc, width_cm=_WIDTH_CM)
     elif kind == "curve":
         cc = _curve(spec, results, where, outcome.source.symbols)
-        svg, tex = curve_svg(cc), curve_pgfplots(cc)
+        svg, tex = curve_svg(cc), curve_pgfplots(cc, width_cm=_WIDTH_CM)
     else:
         raise SymroofError(f"{where} field 'kind': expected \"roofline\" or \"curve\", got {kind!r}")
     return RenderedChart(chart.id, str(spec.get("document", "")), str(spec.get("after", "")),

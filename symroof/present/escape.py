@@ -27,12 +27,13 @@ _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"
         "\u2248": r"$\approx$", "\u2264": r"$\leq$", "\u2265": r"$\geq$", "\u2192": r"$\to$",
         "\u221e": r"$\infty$", "\u2013": "--", "\u2014": "---", "\u2212": "-"}
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX))
+_SPACES = re.compile(r"\s+")
 _MD_RE = re.compile(r"([\\`*_{}\[\]()#+\-!|<>$%&~^])")
 
 
 def latex_escape(text: object) -> str:
     """Text safe inside LaTeX outside math mode (whitespace runs become one space)."""
-    return _LATEX_RE.sub(lambda m: _LATEX[m.group(0)], " ".join(str(text).split()))
+    return _LATEX_RE.sub(lambda m: _LATEX[m.group(0)], _SPACES.sub(" ", str(text)))
 
 
 def markdown_escape(text: object) -> str:

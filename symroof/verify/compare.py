@@ -102,7 +102,8 @@ def tolerance_text(rounding: Mapping[str, object]) -> str:
     """How the comparison was made, in words (for the appendix)."""
     (rule, value), = rounding.items()
     return {
-        "exact": "exactly", "sig": f"to {value} significant figures",
+        "exact": "exactly",
+        "sig": f"to {value} significant figure{'s' if value != 1 else ''}",
         "decimals": f"to {value} decimal{'s' if value != 1 else ''}",
         "rel": f"within {float(value) * 100:g}%",  # type: ignore[arg-type]
         "abs": f"within {value}", "orders": f"within {value} orders of magnitude",
