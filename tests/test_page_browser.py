@@ -188,9 +188,8 @@ def precision(chip: str, width: int, mode: str) -> str:
 def expected(key: str, values: dict[str, int], *, chip: str = "h100-sxm", width: int = 2,
              mode: str = "seed", fused: bool = True) -> dict[str, str]:
     a = engine(key, fused)
-    subs = {**{sp.Symbol(k, positive=True, integer=True): v for k, v in values.items()},
-            s.b: width}
-    subs = {x: subs[x] for x in a.flops.free_symbols | a.bytes.free_symbols}
+    free = a.flops.free_symbols | a.bytes.free_symbols
+    subs = {x: width if x == s.b else values[x.name] for x in free}
     f, q = sr.evaluate(a.flops, subs), sr.evaluate(a.bytes, subs)
     i = f / q
     spec = hardware.get(chip)
