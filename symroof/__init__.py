@@ -23,6 +23,8 @@ from symroof.present.formula import latex, text
 from symroof.version import __version__
 from symroof.solve import (Crossover, Curve, Regime, crossover, crossover_curve, leading_term,
                            limit, regimes, sensitivity, theta)
+from symroof.atlas import Atlas, Family, atlas, family
+from symroof.present import notebook as _notebook  # registers the rich displays in Jupyter
 
 __all__ = [
     "Analysis", "Workload", "analyze", "Convention", "Cost", "FlopCount", "SymroofError",
@@ -32,4 +34,5 @@ __all__ = [
     "regimes", "Regime", "sensitivity", "theta", "display", "latex", "text",
     "hardware", "models", "passes", "symbols", "workloads", "__version__",
     "Causal", "DecodeTraffic", "Logits", "Lowering", "OpsCounted", "Unfused",
+    "atlas", "Atlas", "family", "Family",
 ]

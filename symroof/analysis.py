@@ -19,12 +19,13 @@ from symroof.cost import Convention, Cost, op_costs
 from symroof.errors import SymroofError
 from symroof.ir import Graph, Kind, OpGroup, as_expr
 from symroof.options import FlopCount, renamed
+from symroof.rich import Rich
 
 __all__ = ["Analysis", "Workload", "analyze", "graph_assumptions"]
 
 
 @dataclass(frozen=True, eq=False)
-class Analysis:
+class Analysis(Rich):
     """FLOPs ``flops``, counted bytes ``bytes`` and ``intensity = flops/bytes`` of a graph.
 
     ``cost`` keeps every tensor kind; ``bytes`` and ``bytes_by_kind`` hold only the kinds

@@ -20,6 +20,7 @@ from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec
 from symroof.ir import as_expr
 from symroof.precision import bytes_per_value
+from symroof.rich import Rich
 from symroof.symbols import b as _b
 
 __all__ = ["evaluate", "sweep", "Roofline", "roofline", "symbol_map", "workload_values",
@@ -103,7 +104,7 @@ def sweep(expr: object, grid: Mapping[object, object], *, subs: Mapping[object, 
 
 
 @dataclass(frozen=True)
-class Roofline:
+class Roofline(Rich):
     """The roofline bound of a workload on a chip, at given values of its symbols.
 
     Times are in seconds. ``time_s`` assumes perfect overlap of memory and compute,

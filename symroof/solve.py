@@ -25,6 +25,7 @@ from symroof.errors import SymroofError
 from symroof.evaluate import roofline
 from symroof.hardware import HardwareSpec
 from symroof.ir import as_expr
+from symroof.rich import Rich
 
 __all__ = ["limit", "leading_term", "crossover", "Crossover", "crossover_curve", "Curve",
            "regimes", "Regime", "sensitivity", "theta", "positive_condition"]
@@ -152,7 +153,7 @@ def _solved(rel: sp.Expr) -> sp.Expr:
 
 
 @dataclass(frozen=True)
-class Crossover:
+class Crossover(Rich):
     """One solution ``var = value`` of ``lhs = rhs``, valid while every condition holds."""
 
     var: sp.Symbol

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1] / "symroof"
 
 #: Layers, lowest first. A module belongs to the first entry that is it or its package.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("symroof.errors", "symroof.version"),
+    ("symroof.errors", "symroof.version", "symroof.rich"),
     ("symroof.symbols", "symroof.precision", "symroof.options", "symroof.parse",
      "symroof.files", "symroof.hardware"),
     ("symroof.ir",),

@@ -1,0 +1,156 @@
+"""``symroof atlas``: every crossover of a workload, as a table or JSON.
+
+``symroof atlas decode --model llama-3-70b --hardware h100-sxm`` solves each pair of F's
+and Q's parts and the intensity against each chip's ridge in B and in S; ``--set``
+gives the point the value column is taken at; ``--compare weights=bf16,fp8,int4`` sets
+the atlases of the model at several number formats side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+import sympy as sp
+
+from symroof import symbols as s
+from symroof.analysis import Analysis
+from symroof.atlas import Budget, atlas, family
+from symroof.cli.common import (Command, Output, add_workload_options, build_workload,
+                                parse_sets)
+from symroof.errors import SymroofError
+from symroof.hardware import UNITS
+from symroof.models import TransformerModel, resolve, transformer
+from symroof.precision import bytes_per_value
+from symroof.present.atlas import atlas_doc, atlas_lines, family_doc, family_lines
+from symroof.present.commands import dumps
+from symroof.workloads import decode, prefill, training
+
+__all__ = ["COMMANDS"]
+
+#: Workloads built from a model, which ``--compare`` and ``--textbook`` need.
+_MODEL_WORKLOADS: dict[str, Callable[..., Analysis]] = {
+    "decode": decode, "prefill": prefill, "training": training}
+#: ``--compare`` kinds: the keywords of ``TransformerModel.with_precision``.
+_KINDS = ("weights", "kv_cache", "activations")
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    add_workload_options(p)
+    p.add_argument("--format", default="text", choices=["text", "markdown", "latex"],
+                   help="how the table is written (default text)")
+    p.add_argument("--over", default=None, metavar="B,S",
+                   help="the variables to solve in (default: the workload's B, S, M, N, K, n)")
+    p.add_argument("--hardware", action="append", metavar="CHIP",
+                   help="a chip whose ridges the intensity meets (repeat for several)")
+    p.add_argument("--precision", action="append", metavar="P",
+                   help="ridge precision(s) (default bf16); the first also sets b at --set")
+    p.add_argument("--level", default=None, help="memory level (default: each with a bandwidth)")
+    p.add_argument("--unit", default=None, choices=list(UNITS))
+    p.add_argument("--set", action="append", metavar="NAME=V",
+                   help="the point the value column is taken at (one value per symbol)")
+    p.add_argument("--textbook", action="store_true",
+                   help="also give each solution with P, the model's parameter count")
+    p.add_argument("--compare", default=None, metavar="KIND=P1,P2",
+                   help="side by side at several formats: weights=bf16,fp8,int4 "
+                        "(kinds: weights, kv_cache, activations)")
+    p.add_argument("--max-degree", type=int, default=Budget.max_degree,
+                   help=f"highest polynomial degree solved (default {Budget.max_degree})")
+    p.add_argument("--seconds", type=float, default=Budget.seconds,
+                   help=f"time for the whole atlas (default {Budget.seconds:g})")
+
+
+def _model(args: argparse.Namespace) -> TransformerModel:
+    if args.workload not in _MODEL_WORKLOADS:
+        raise SymroofError(f"--compare and --textbook need a model workload "
+                           f"({', '.join(_MODEL_WORKLOADS)}), got {args.workload!r}")
+    if args.model is None:  # the seeds' symbolic model, as the other commands build it
+        return transformer(name="symbolic", layers=s.L, d_model=s.D, heads=s.H)
+    return resolve(args.model)
+
+
+def _build(args: argparse.Namespace, model: TransformerModel) -> Analysis:
+    return _MODEL_WORKLOADS[args.workload](model, s.B, s.S, flop_count=args.flop_count)
+
+
+def _symbols(text: str, wl: Analysis) -> list[sp.Symbol]:
+    free = {x.name: x for x in wl.flops.free_symbols | wl.bytes.free_symbols}
+    out = []
+    for name in (t.strip() for t in text.split(",")):
+        if name not in free:
+            raise SymroofError(f"--over {name!r}: expected symbols of the workload "
+                               f"({', '.join(sorted(free))})")
+        out.append(free[name])
+    return out
+
+
+def _compare(text: str) -> tuple[str, list[str]]:
+    kind, sep, values = text.partition("=")
+    if not sep or kind not in _KINDS or not values:
+        raise SymroofError(f"--compare {text!r}: expected KIND=P1,P2 with KIND one of "
+                           f"{', '.join(_KINDS)}, e.g. weights=bf16,fp8,int4")
+    formats = [v.strip() for v in values.split(",")]
+    for f in formats:
+        bytes_per_value(f)
+    return kind, formats
+
+
+def _textbook(model: TransformerModel | None) -> dict[sp.Symbol, sp.Expr]:
+    assert model is not None
+    if model.params.is_number:
+        raise SymroofError(f"--textbook: model {model.name!r} has a numeric parameter count "
+                           f"({model.params}); P names the count of a symbolic model")
+    return {s.P: model.params}
+
+
+def _budget(args: argparse.Namespace) -> Budget:
+    if args.max_degree < 1 or args.max_degree > 4:
+        raise SymroofError(f"--max-degree: expected 1 to 4, got {args.max_degree}")
+    if not 0 < args.seconds <= 600:
+        raise SymroofError(f"--seconds: expected a time above 0 and at most 600, got {args.seconds}")
+    return Budget(max_degree=args.max_degree, seconds=args.seconds)
+
+
+def _run(args: argparse.Namespace, out: Output) -> int:
+    needs_model = args.compare is not None or args.textbook
+    model = _model(args) if needs_model else None
+    wl = _build(args, model) if model is not None else build_workload(args)
+    free = wl.flops.free_symbols | wl.bytes.free_symbols
+    values: dict[sp.Symbol, sp.Expr] = {}
+    for k, v in parse_sets(args.set or [], free).items():
+        if k not in free:
+            raise SymroofError(f"--set {k.name}: not a symbol of {args.workload} (its symbols: "
+                               f"{', '.join(sorted(x.name for x in free))})")
+        if len(v) != 1:
+            raise SymroofError(f"--set {k.name}: atlas takes one value per symbol, got {len(v)}")
+        values[k] = v[0]
+    precisions = args.precision or ["bf16"]
+    if s.b in free and s.b not in values:
+        values[s.b] = bytes_per_value(precisions[0])
+    options: dict[str, Any] = dict(
+        over=None if args.over is None else _symbols(args.over, wl), hardware=args.hardware or (),
+        precisions=precisions, levels=args.level, unit=args.unit, budget=_budget(args),
+        named=_textbook(model) if args.textbook else None)
+    if args.compare is not None:
+        assert model is not None
+        kind, formats = _compare(args.compare)
+        members = {f: _build(args, model.with_precision(**{kind: f})) for f in formats}
+        fam = family(members, **options)
+        if args.json:
+            out(dumps(family_doc(fam)))
+        else:
+            for line in family_lines(fam):
+                out(line)
+        return 0
+    result = atlas(wl, **options)
+    if args.json:
+        out(dumps(atlas_doc(result, values)))
+        return 0
+    for line in atlas_lines(result, values, args.format):
+        out(line)
+    return 0
+
+
+COMMANDS = (Command("atlas", "every crossover of a workload's F and Q parts and ridges",
+                    _configure, _run),)
