@@ -19,6 +19,8 @@ from symroof.verify import Outcome, Result, load_claims, run_claims
 
 CLAIMS = Path(__file__).resolve().parents[1] / "claims" / "seeds.toml"
 
+# Expected statuses, from the catalogue of the seeds' claims (/work/scratch/claims when it
+# was made): match / mismatch / cited, and "derived" for each answer of an exercise.
 MATCH = set('''
     s000-intro-training-6n s000-intro-16-bytes s000-intro-inference-2n s000-gemm-macs
     s000-gemm-2mnk s000-im2col-duplication s000-im2col-lowers-intensity
@@ -148,6 +150,7 @@ def test_every_claim_runs(outcome: Outcome) -> None:
 
 
 def test_statuses_are_the_catalogues(results: dict[str, Result]) -> None:
+    assert len(MATCH) + len(MISMATCH) + len(CITED) + len(DERIVED) == len(EXPECTED)
     assert set(results) == set(EXPECTED), (
         f"missing: {sorted(set(EXPECTED) - set(results))}; "
         f"unexpected: {sorted(set(results) - set(EXPECTED))}")
@@ -221,6 +224,10 @@ def test_key_mismatch_values(results: dict[str, Result], cid: str, expected: obj
 def test_hand_computed_inputs() -> None:
     # the brute-force shape above is the published one: 70.55e9 parameters, 320 KiB a token
     assert P70 == 70_553_706_496 and KV70 == 320 * 1024
+    # _t70 counts bytes only: even at B = 512 the step's FLOPs (2 per weight per token plus
+    # 4 L S d of attention) take less time on 8 x 989.4 TFLOP/s than its bytes
+    flops = 512 * (2 * (P70 - V70 * D70) + 4 * L70 * 4096 * D70)
+    assert flops / (8 * H100_FP16) < _t70(512)
 
 
 def test_matches_are_exact_where_the_seed_is(results: dict[str, Result]) -> None:
