@@ -22,6 +22,9 @@ __all__ = ["Fields", "window_of", "moe_of", "latent_of", "refuse"]
 _MISSING: Any = object()
 
 #: Mixture-of-experts families: (key for E, default E, default k, key for the routed width).
+#: transformers aliases the expert count (``attribute_map``), and ``to_dict`` writes the
+#: alias: Qwen3-MoE's ``num_experts`` comes back as ``num_local_experts``, so each family
+#: reads either spelling (_EXPERT_ALIASES).
 _MOE = {"mixtral": ("num_local_experts", 8, 2, "intermediate_size"),
         "olmoe": ("num_experts", 64, 8, "intermediate_size"),
         "gpt_oss": ("num_local_experts", 32, 4, "intermediate_size"),
@@ -29,6 +32,7 @@ _MOE = {"mixtral": ("num_local_experts", 8, 2, "intermediate_size"),
         "qwen3_moe": ("num_experts", 128, 8, "moe_intermediate_size"),
         "deepseek_v2": ("n_routed_experts", 64, 6, "moe_intermediate_size"),
         "deepseek_v3": ("n_routed_experts", 256, 8, "moe_intermediate_size")}
+_EXPERT_ALIASES = ("num_experts", "num_local_experts", "n_routed_experts")
 
 #: Fields that change the cost in ways symroof does not model: refused by name when set.
 _UNMODELLED = {
@@ -136,7 +140,8 @@ def window_of(f: Fields, kind: str, layers: int) -> tuple[int | None, list[bool]
     if kind in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and not f.flag("use_sliding_window",
                                                                            False):
         return None, [False] * layers  # a sliding_window value alone is inert
-    window = f.dim("sliding_window", default)
+    # a missing field takes the family's default; an explicit null means no window
+    window = f.dim("sliding_window", None) if "sliding_window" in f.cfg else default
     types = f.cfg.get("layer_types")
     if types is not None:
         allowed = ("full_attention", "sliding_attention")
@@ -170,6 +175,11 @@ def moe_of(f: Fields, kind: str, layers: int, d_ff: int) -> tuple[dict[str, obje
     if kind not in _MOE:
         return {}, [True] * layers
     key, n_default, k_default, width_key = _MOE[kind]
+    given = {k: f.dim(k) for k in _EXPERT_ALIASES if f.cfg.get(k) is not None}
+    if len(set(given.values())) > 1:
+        raise SymroofError(f"{f.where}: fields {', '.join(map(repr, given))} disagree "
+                           f"({', '.join(map(str, given.values()))} experts)")
+    key = next(iter(given), key)
     experts = f.dim(key, n_default)
     if experts == 1:
         raise SymroofError(f"{f.where}: field {key!r} 1: a mixture of one expert is not "

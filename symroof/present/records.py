@@ -97,10 +97,22 @@ def _convention_text(conv: Convention) -> str:
 @to_text.register
 def _model_text(m: TransformerModel) -> str:
     attn = "MHA" if m.kv_heads == m.heads else "MQA" if m.kv_heads == 1 else "GQA"
+    lat = m.latent
+    if lat is not None:
+        attn = (f"MLA: latent {lat.kv_rank} + rotary key {lat.rope_dim} cached, q rank "
+                f"{lat.q_rank}, v_head_dim {lat.v_dim}")
     experts = "" if m.experts == 1 else f" experts={m.experts} (top-{m.experts_per_token})"
+    if m.experts != 1 and m.expert_d_ff is not None:
+        experts += f" expert_d_ff={m.expert_d_ff}"
+    if m.shared_d_ff is not None:
+        experts += f" shared_d_ff={m.shared_d_ff}" + (" (gated)" if m.shared_gate else "")
+    if m.dense_layers != 0:
+        experts += f" dense_layers={m.dense_layers}"
+    window = "" if m.window is None else \
+        f" window={m.window} on {m.windowed_layers} of {m.layers} layers"
     return (f"{m.name}: L={m.layers} D={m.d_model} heads={m.heads} "
             f"kv_heads={m.kv_heads} ({attn}) head_dim={m.head_dim} d_ff={m.d_ff} "
-            f"mlp={m.mlp}{experts} vocab={m.vocab}")
+            f"mlp={m.mlp}{experts}{window} vocab={m.vocab}")
 
 
 @to_dict.register

@@ -61,7 +61,9 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
     """Q, K, V projections, attention over the layer's span, the output projection."""
     g, m, fl = b.g, b.m, b.fl
     window = m.window if grp.windowed else None
-    span = context if window is None else window_span(context, window, c.window_span, "context")
+    # a decode step reads at most the window's positions; prefill computes K and V for all
+    span = context if window is None or not decode else window_span(context, window,
+                                                                    c.window_span, "context")
     if decode:
         frac = sp.Integer(1)
     elif window is not None and c.window_kernel is WindowKernel.BAND:

@@ -29,7 +29,7 @@ def attention_core(batch: int, heads: int, q_len: int, kv_len: int, head_dim: in
 def _shape(entry: dict) -> tuple[int, int, int]:
     """(B, Sq, L) for a fixture entry."""
     b = entry["batch"]
-    if entry["phase"] == "prefill":
+    if entry["phase"] in ("prefill", "train"):
         return b, entry["seq"], entry["seq"]
     if entry["phase"] == "decode":
         return b, 1, entry["past"] + 1
@@ -136,13 +136,102 @@ def gpt2_flops(config: dict, batch: int, q_len: int, kv_len: int, transformers_v
     return n_layers * per_layer + lm_head
 
 
+# ---------------------------------------------------------------------------
+# the newer families (issue 12): windows, latent attention, shared experts
+
+
+def layer_windows(config: dict) -> list:
+    """Per layer: None (full attention) or the window W, as transformers 5.24 builds them
+    (``config.to_dict()`` spells ``layer_types`` out for the families that alternate)."""
+    n = config["num_hidden_layers"]
+    types = config.get("layer_types")
+    window = config.get("sliding_window")
+    if types:
+        return [window if t == "sliding_attention" else None for t in types]
+    return [window] * n if window else [None] * n
+
+
+def moe_layers(config: dict) -> set:
+    """Indices of the layers with a mixture of experts (the rest have a dense MLP)."""
+    kind, n = config["model_type"], config["num_hidden_layers"]
+    if kind in ("mixtral", "olmoe", "gpt_oss"):
+        return set(range(n))
+    if kind in ("qwen2_moe", "qwen3_moe"):
+        only, step = set(config.get("mlp_only_layers") or []), config.get("decoder_sparse_step", 1)
+        return {i for i in range(n) if i not in only and (i + 1) % step == 0}
+    if kind in ("deepseek_v2", "deepseek_v3"):
+        return {i for i in range(n) if i >= config.get("first_k_dense_replace", 0)}
+    return set()
+
+
+def _attention_flops(config: dict, batch: int, q_len: int, keys: int) -> int:
+    """One layer's attention: projections, QK^T and PV over ``keys`` at every head."""
+    d, h = config["hidden_size"], config["num_attention_heads"]
+    t = batch * q_len
+    if config["model_type"] in ("deepseek_v2", "deepseek_v3"):
+        dq, dc = config.get("q_lora_rank"), config["kv_lora_rank"]
+        dn, dr, dv = config["qk_nope_head_dim"], config["qk_rope_head_dim"], config["v_head_dim"]
+        q = matmul(t, dq, d) + matmul(t, h * (dn + dr), dq) if dq else matmul(t, h * (dn + dr), d)
+        return (q + matmul(t, dc + dr, d)            # kv_a_proj_with_mqa
+                + matmul(batch * keys, h * (dn + dv), dc)   # kv_b_proj over every attended latent
+                + matmul(q_len, keys, dn + dr, batch * h) + matmul(q_len, dv, keys, batch * h)
+                + matmul(t, d, h * dv))              # o_proj
+    g = config.get("num_key_value_heads") or h
+    hd = config.get("head_dim") or d // h
+    return (matmul(t, (h + 2 * g) * hd, d) + matmul(t, d, h * hd)
+            + attention_core(batch, h, q_len, keys, hd))
+
+
+def _mlp_flops(config: dict, tokens: int, moe: bool) -> int:
+    """One layer's MLP: dense (3 matrices), or router + k experts per token + shared."""
+    kind, d = config["model_type"], config["hidden_size"]
+    if not moe:
+        return 3 * matmul(tokens, config["intermediate_size"], d)
+    experts = (config.get("num_local_experts") or config.get("num_experts")
+               or config.get("n_routed_experts"))
+    width = (config["intermediate_size"] if kind in ("mixtral", "olmoe", "gpt_oss")
+             else config["moe_intermediate_size"])
+    total = matmul(tokens, experts, d) + config["num_experts_per_tok"] * 3 * matmul(tokens, width, d)
+    if kind == "qwen2_moe":   # the shared expert and its gate d -> 1
+        total += 3 * matmul(tokens, config["shared_expert_intermediate_size"], d) + matmul(tokens, 1, d)
+    if kind in ("deepseek_v2", "deepseek_v3"):
+        total += 3 * matmul(tokens, width * config["n_shared_experts"], d)
+    return total
+
+
+def arch_flops(config: dict, batch: int, q_len: int, kv_len: int,
+               transformers_version: str | None = None) -> int:
+    """Forward of the newer families, eager attention, experts each through its k experts.
+
+    Prefill attends the full ``q_len x q_len`` rectangle on every layer, windowed or not
+    (the window is a mask); a decode step attends ``min(kv_len, W)`` keys on a windowed
+    layer (the cache keeps W - 1 positions and the new one joins them); latent attention
+    re-expands every attended latent with kv_b_proj (transformers' way). Rotary: 0 FLOPs.
+    """
+    t = batch * q_len
+    total = matmul(t, config["vocab_size"], config["hidden_size"])   # lm_head, tied or not
+    moe = moe_layers(config)
+    for i, window in enumerate(layer_windows(config)):
+        keys = kv_len if (window is None or q_len > 1) else min(kv_len, window)
+        total += _attention_flops(config, batch, q_len, keys) + _mlp_flops(config, t, i in moe)
+    return total
+
+
 FAMILIES = {"llama": llama_flops, "gpt2": gpt2_flops}
+ARCH_FAMILIES = ("mistral", "mixtral", "phi3", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe",
+                 "gemma2", "gemma3_text", "olmoe", "gpt_oss", "deepseek_v2", "deepseek_v3")
+FAMILIES.update({kind: arch_flops for kind in ARCH_FAMILIES})
+
+#: A training step (forward + backward) costs three forwards: every matmul's backward is
+#: two of its size (the input's gradient and the weight's; QK^T and PV: both operands').
+TRAIN_FACTOR = 3
 
 
 def expected_total(entry: dict, transformers_version: str | None = None) -> int:
     """Recompute a fixture entry's ``total_flops`` from its config and shape."""
     b, q_len, kv_len = _shape(entry)
-    return FAMILIES[entry["family"]](entry["config"], b, q_len, kv_len, transformers_version)
+    forward = FAMILIES[entry["family"]](entry["config"], b, q_len, kv_len, transformers_version)
+    return TRAIN_FACTOR * forward if entry["phase"] == "train" else forward
 
 
 def expected_by_op(entry: dict, transformers_version: str | None = None) -> dict[str, int]:

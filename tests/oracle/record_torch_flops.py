@@ -37,6 +37,14 @@ SEED = 0
 PREFILL_SHAPES = [(1, 8), (2, 16), (3, 5), (1, 1)]  # (batch, seq)
 DECODE_SHAPES = [(1, 8), (2, 15), (4, 3), (1, 1)]  # (batch, past)
 
+# The architectures of issue 12 (windows, latent attention, shared experts, ...): a window
+# of W = 4, so that decode steps before, at and past the window are all recorded; past = 0
+# is a step on an empty cache. One training step (forward + backward) per model.
+WINDOW = 4
+ARCH_PREFILL_SHAPES = [(1, 8), (2, 5)]
+ARCH_DECODE_SHAPES = [(1, 0), (1, 1), (1, 3), (1, 4), (2, 7), (1, 12)]
+ARCH_TRAIN_SHAPES = [(2, 6)]
+
 # Config fields that carry no information about the computation (or are not
 # JSON friendly); everything else from ``config.to_dict()`` is recorded.
 _DROP_CONFIG_KEYS = {"id2label", "label2id", "architectures", "_name_or_path", "transformers_version"}
@@ -128,6 +136,61 @@ def model_specs() -> list[tuple[str, str, object]]:
     ]
 
 
+def arch_specs() -> list[tuple[str, str, object]]:
+    """(name, family = model_type, config) of the tiny models of the newer families."""
+    from transformers import AutoConfig
+
+    w = WINDOW
+    base = dict(vocab_size=96, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
+                num_hidden_layers=4, intermediate_size=48, max_position_embeddings=256,
+                tie_word_embeddings=False, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    mla = dict(num_key_value_heads=4, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4,
+               v_head_dim=6, moe_intermediate_size=12, num_experts_per_tok=2)
+    specs = [
+        # every layer windowed
+        ("mistral_sw", "mistral", dict(base, sliding_window=w)),
+        ("mixtral_sw", "mixtral", dict(base, sliding_window=w, num_local_experts=4,
+                                       num_experts_per_tok=2)),
+        ("phi3_sw", "phi3", dict(base, sliding_window=w)),
+        # layers from max_window_layers on windowed
+        ("qwen2_sw_mwl2", "qwen2", dict(base, use_sliding_window=True, sliding_window=w,
+                                        max_window_layers=2)),
+        ("qwen3_sw_mwl1", "qwen3", dict(base, head_dim=8, use_sliding_window=True,
+                                        sliding_window=w, max_window_layers=1)),
+        # per-head q/k norms, head_dim 12 (H * hd = 48 != d = 32)
+        ("qwen3_qknorm", "qwen3", dict(base, head_dim=12)),
+        # a gated shared expert, one dense layer (mlp_only_layers), 6 experts of 16, top 2
+        ("qwen2_moe_shared", "qwen2_moe", dict(base, num_experts=6, num_experts_per_tok=2,
+                                               moe_intermediate_size=16,
+                                               shared_expert_intermediate_size=40,
+                                               mlp_only_layers=[1], decoder_sparse_step=1)),
+        # MoE on every second layer (decoder_sparse_step 2), 8 experts, top 3
+        ("qwen3_moe", "qwen3_moe", dict(base, head_dim=8, num_experts=8, num_experts_per_tok=3,
+                                        moe_intermediate_size=16, decoder_sparse_step=2)),
+        # local/global alternation: Gemma 2 even layers local, Gemma 3 two local to one global
+        ("gemma2", "gemma2", dict(base, head_dim=16, sliding_window=w, query_pre_attn_scalar=16,
+                                  tie_word_embeddings=True)),
+        ("gemma3_text", "gemma3_text", dict(base, num_hidden_layers=6, head_dim=16,
+                                            sliding_window=w, sliding_window_pattern=3,
+                                            query_pre_attn_scalar=16, tie_word_embeddings=True)),
+        # q/k norms over all heads, 8 experts of 16, top 2
+        ("olmoe", "olmoe", dict(base, num_experts=8, num_experts_per_tok=2, intermediate_size=16)),
+        # sinks, biases everywhere, even layers windowed, 4 experts of 16 with biases
+        ("gpt_oss", "gpt_oss", dict(base, head_dim=8, num_local_experts=4, num_experts_per_tok=2,
+                                    intermediate_size=16, sliding_window=w)),
+        # latent attention without (V2-Lite) and with (V3) the query's low-rank path;
+        # shared experts and the first layers dense
+        ("deepseek_v2_lite_like", "deepseek_v2", dict(base, **mla, q_lora_rank=None,
+                                                      n_routed_experts=6, n_shared_experts=2,
+                                                      first_k_dense_replace=1,
+                                                      topk_method="greedy")),
+        ("deepseek_v3_like", "deepseek_v3", dict(base, **mla, q_lora_rank=20, n_routed_experts=8,
+                                                 n_shared_experts=1, first_k_dense_replace=2,
+                                                 n_group=2, topk_group=1)),
+    ]
+    return [(name, mt, AutoConfig.for_model(mt, **kw)) for name, mt, kw in specs]
+
+
 def config_record(config) -> dict:
     d = config.to_dict()
     out = {k: v for k, v in d.items() if k not in _DROP_CONFIG_KEYS}
@@ -140,7 +203,11 @@ def build_model(config):
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(SEED)
-    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    try:  # grouped_mm experts (transformers 5's default where it dispatches) count 0 FLOPs
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                                 experts_implementation="eager")
+    except (TypeError, ValueError):  # a model without experts, or an older transformers
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
     model = model.to("cpu").float().eval()
     assert all(p.dtype == torch.float32 for p in model.parameters())
     impl = getattr(model.config, "_attn_implementation", None)
@@ -186,15 +253,41 @@ def random_ids(vocab: int, batch: int, seq: int):
     return torch.randint(0, vocab, (batch, seq), dtype=torch.long)
 
 
-def record_model(name: str, family: str, config) -> list[dict]:
+def cache_positions(cache) -> list[int]:
+    """Positions each layer of a cache holds (a windowed layer: at most its window)."""
+    return [int(layer.keys.shape[-2]) for layer in getattr(cache, "layers", [])
+            if getattr(layer, "keys", None) is not None]
+
+
+def count_train(model, ids):
+    """FLOPs of one forward and backward pass (loss: the sum of the logits)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        out = model(input_ids=ids, use_cache=False)
+        out.logits.sum().backward()
+    model.zero_grad(set_to_none=True)
+    per_op = {str(op): int(n) for op, n in counter.get_flop_counts().get("Global", {}).items()}
+    return int(counter.get_total_flops()), per_op
+
+
+def record_model(name: str, family: str, config, prefill_shapes=PREFILL_SHAPES,
+                 decode_shapes=DECODE_SHAPES, train_shapes=()) -> list[dict]:
     import torch
 
     model = build_model(config)
     vocab = config.vocab_size
     cfg = config_record(model.config)
     entries = []
+    for batch, seq in train_shapes:
+        torch.manual_seed(SEED)
+        total, per_op = count_train(model, random_ids(vocab, batch, seq))
+        entries.append({"id": f"{name}/train/b{batch}_s{seq}", "model": name, "family": family,
+                        "config": cfg, "phase": "train", "batch": batch, "seq": seq,
+                        "total_flops": total, "flops_by_op": per_op})
     with torch.no_grad():
-        for batch, seq in PREFILL_SHAPES:
+        for batch, seq in prefill_shapes:
             torch.manual_seed(SEED)
             ids = random_ids(vocab, batch, seq)
             total, per_op, per_module, out = count(model, input_ids=ids, use_cache=False)
@@ -214,18 +307,21 @@ def record_model(name: str, family: str, config) -> list[dict]:
                 }
             )
         kw = _cache_kwarg(model)
-        for batch, past in DECODE_SHAPES:
+        for batch, past in decode_shapes:
             torch.manual_seed(SEED)
-            ids = random_ids(vocab, batch, past)
-            pre = model(input_ids=ids, use_cache=True)
-            cache = _get_cache(pre)
-            assert cache.get_seq_length() == past
+            cached = {}
+            if past:  # past = 0: a step on an empty cache
+                pre = model(input_ids=random_ids(vocab, batch, past), use_cache=True)
+                cached = {kw: _get_cache(pre)}
+                assert cached[kw].get_seq_length() == past
             new = random_ids(vocab, batch, 1)
-            total, per_op, per_module, out = count(model, input_ids=new, use_cache=True, **{kw: cache})
+            total, per_op, per_module, out = count(model, input_ids=new, use_cache=True, **cached)
             assert tuple(out.logits.shape) == (batch, 1, vocab), out.logits.shape
             assert _get_cache(out).get_seq_length() == past + 1
+            held = {} if decode_shapes is DECODE_SHAPES else {
+                "cache_positions_after_step": cache_positions(_get_cache(out))}
             entries.append(
-                {
+                {**held,
                     "id": f"{name}/decode/b{batch}_p{past}",
                     "model": name,
                     "family": family,
@@ -249,6 +345,9 @@ def record() -> dict:
     entries = []
     for name, family, config in model_specs():
         entries.extend(record_model(name, family, config))
+    for name, family, config in arch_specs():
+        entries.extend(record_model(name, family, config, ARCH_PREFILL_SHAPES,
+                                    ARCH_DECODE_SHAPES, ARCH_TRAIN_SHAPES))
     entries.sort(key=lambda e: e["id"])
     return {
         "metadata": {
@@ -261,12 +360,16 @@ def record() -> dict:
             "dtype": "float32",
             "device": "cpu",
             "attn_implementation": "eager",
+            "experts_implementation": "eager",
             "seed": SEED,
             "notes": (
                 "prefill: plain forward over input_ids (batch, seq), logits for every position, "
                 "use_cache=False. decode: prefill of `past` tokens with use_cache=True outside the "
                 "counter, then one counted step of 1 new token per sequence with the KV cache "
-                "(kv_len = past + 1). flops_by_op is get_flop_counts()['Global']."
+                "(kv_len = past + 1; past = 0: no cache). train: forward and backward of "
+                "logits.sum() in one counter. flops_by_op is get_flop_counts()['Global']. The "
+                "newer families' models use a sliding window of 4 where they have one; "
+                "cache_positions_after_step lists the positions each layer's cache holds."
             ),
         },
         "entries": entries,

@@ -41,6 +41,10 @@ def test_metadata_complete():
     assert META["dtype"] == "float32"
 
 
+OLD = [e for e in ENTRIES if e["family"] in ("llama", "gpt2")]
+ARCH = [e for e in ENTRIES if e["family"] not in ("llama", "gpt2")]
+
+
 def test_entries_cover_required_cases():
     ids = [e["id"] for e in ENTRIES]
     assert len(ids) == len(set(ids))
@@ -65,14 +69,65 @@ def test_total_reproduced(entry):
     assert sum(entry["flops_by_op"].values()) == entry["total_flops"]
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=[e["id"] for e in ENTRIES])
+@pytest.mark.parametrize("entry", OLD, ids=[e["id"] for e in OLD])
 def test_per_op_split_reproduced(entry):
     assert _nonzero(formulas.expected_by_op(entry, VERSION)) == entry["flops_by_op"]
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=[e["id"] for e in ENTRIES])
+@pytest.mark.parametrize("entry", OLD, ids=[e["id"] for e in OLD])
 def test_lm_head_and_rotary_reproduced(entry):
     assert formulas.expected_by_module(entry, VERSION) == entry["flops_by_module"]
+
+
+def test_newer_families_cover_every_phase_and_the_window():
+    """Issue 12: every newer family at prefill, decode before, at and past the window
+    (W = 4: past 0, 1, 3, 4, 7, 12) and one training step."""
+    families = {e["family"] for e in ARCH}
+    assert families == set(formulas.ARCH_FAMILIES)
+    for model in {e["model"] for e in ARCH}:
+        pasts = sorted(e["past"] for e in ARCH if e["model"] == model and e["phase"] == "decode")
+        assert pasts == [0, 1, 3, 4, 7, 12], model
+        phases = {e["phase"] for e in ARCH if e["model"] == model}
+        assert phases == {"prefill", "decode", "train"}, model
+
+
+def test_window_caches_hold_w_minus_1_between_steps():
+    """The counter's model: transformers' DynamicSlidingWindowLayer keeps W - 1 positions
+    after a step and joins the new one to them, so a step attends min(past + 1, W) keys;
+    a full layer keeps them all."""
+    for e in ARCH:
+        if e["phase"] != "decode":
+            continue
+        windows = formulas.layer_windows(e["config"])
+        held = e["cache_positions_after_step"]
+        if e["family"].startswith("deepseek"):   # one latent cache per layer, never windowed
+            assert held == [e["past"] + 1] * len(windows), e["id"]
+            continue
+        want = [e["past"] + 1 if w is None else min(e["past"] + 1, w - 1) for w in windows]
+        assert held == want, e["id"]
+
+
+@pytest.mark.parametrize("entry", ARCH, ids=[e["id"] for e in ARCH])
+def test_newer_family_attention_is_the_bmm_and_lm_head_the_head(entry):
+    """Eager attention is the counter's aten.bmm (QK^T and PV at every head: the full
+    rectangle in prefill, min(past + 1, W) keys on a windowed layer in decode)."""
+    if entry["phase"] == "train":
+        return
+    b, q_len, kv_len = formulas._shape(entry)
+    cfg = entry["config"]
+    bmm = 0
+    for window in formulas.layer_windows(cfg):
+        keys = kv_len if (window is None or q_len > 1) else min(kv_len, window)
+        if cfg["model_type"].startswith("deepseek"):
+            h = cfg["num_attention_heads"]
+            dn, dr, dv = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
+            bmm += formulas.matmul(q_len, keys, dn + dr, b * h) + formulas.matmul(q_len, dv, keys, b * h)
+        else:
+            hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+            bmm += formulas.attention_core(b, cfg["num_attention_heads"], q_len, keys, hd)
+    assert entry["flops_by_op"].get("aten.bmm", 0) == bmm
+    assert entry["flops_by_module"]["lm_head"] == formulas.matmul(
+        b * q_len, cfg["vocab_size"], cfg["hidden_size"])
 
 
 # Totals measured with the same script under transformers 4.57.6 (torch
