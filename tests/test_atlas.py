@@ -22,6 +22,7 @@ import sympy as sp
 
 import symroof as sr
 from symroof.atlas import RIDGE, Budget, Reason, Status, atlas, family
+from symroof.atlas import solver as atlas_solver
 from symroof.cli import main
 from symroof.errors import SymroofError
 from symroof.ir import Kind
@@ -316,6 +317,16 @@ def test_one_sign_never_crosses():
         assert reason_text(e) == f"Q_activation is larger for every {var}"
 
 
+def test_a_workload_with_its_own_R_gets_another_ridge_symbol():
+    """conv2d's kernel height is a dimension named R: the ridge becomes R_ridge."""
+    conv = sr.workloads.conv2d(1, 3, 8, 8, 4, (sr.symbols.dim("R"), 3))
+    a = atlas(conv, hardware="h100-sxm", precisions=["bf16"])
+    (ridge, chip) = a.ridges
+    assert ridge.value == quantity("R_ridge") and ridge.name == "R_ridge"
+    assert chip.name == H100
+    assert a.find("I", "R_ridge", sr.symbols.dim("R")).var == sr.symbols.dim("R")
+
+
 def test_independent_of_the_variable():
     m = sr.models.transformer(layers=L, d_model=D, heads=H)
     a = atlas(sr.workloads.training(m, B, S), over=[B, S], symbolic_ridge=False)
@@ -351,6 +362,25 @@ def test_training_atlas_is_bounded():
     # too many operations: refused before anything is expanded
     tiny = atlas(tr, budget=Budget(max_ops=3))
     assert any(e.reason is Reason.SIZE for e in tiny.unsolved)
+
+
+def test_a_solver_refusal_is_reported_for_that_pair_only(monkeypatch, seed_model):
+    """A solver stopped by symroof's limits (a BudgetError names the limit) leaves that
+    pair unsolved, with the reason, and the atlas goes on."""
+    class Refused(SymroofError):
+        limit = "seconds"
+
+    def refuse(lhs, rhs, var):
+        if var == S:
+            raise Refused("crossover: still running after 10 s; stopped at the seconds limit")
+        return sr.crossover(lhs, rhs, var)
+
+    monkeypatch.setattr(atlas_solver, "crossover", refuse)
+    a = atlas(_decode(seed_model), over=[B, S])
+    assert {(e.lhs, e.reason) for e in a.unsolved} == {
+        ("F_attention", Reason.TIME), ("Q_kv_cache", Reason.TIME), ("I", Reason.TIME)}
+    assert all(e.var == S for e in a.unsolved)
+    assert {e.lhs for e in a.crossings} == {"Q_kv_cache", "I"}   # the pairs in B
 
 
 def test_high_degree_is_refused_quickly():

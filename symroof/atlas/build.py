@@ -23,7 +23,7 @@ from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec
 from symroof.ir import Kind, as_expr
 from symroof.precision import bytes_per_value
-from symroof.symbols import CANONICAL, b as _b
+from symroof.symbols import CANONICAL, b as _b, quantity
 
 __all__ = ["atlas", "parts"]
 
@@ -48,7 +48,8 @@ def atlas(workload: Analysis, over: Iterable[sp.Symbol] | None = None, *,
     """The crossover atlas of ``workload`` in each variable of ``over``.
 
     ``over`` defaults to the workload's size symbols (B, S, M, N, K, n present in it).
-    Ridges: the symbol :data:`RIDGE` (unless ``symbolic_ridge=False``) and, per chip in
+    Ridges: the symbol :data:`RIDGE` (``R_ridge`` where the workload has an ``R`` of its
+    own; none with ``symbolic_ridge=False``) and, per chip in
     ``hardware``, each of ``precisions`` (default: the chip's) at each memory level with a
     bandwidth (or ``levels``); ``b`` is set from the precision where free, as
     :func:`symroof.roofline` does. ``named`` maps a symbol to the expression it names
@@ -62,7 +63,9 @@ def atlas(workload: Analysis, over: Iterable[sp.Symbol] | None = None, *,
     free = workload.flops.free_symbols | workload.bytes.free_symbols
     variables = _variables(over, free, workload.graph.name)
     names = _named(named, free)
-    ridge_list = ((Ridge(RIDGE),) if symbolic_ridge else ()) + _ridges(
+    # a workload with its own R (conv2d's kernel height) gets the ridge as R_ridge
+    ridge = RIDGE if RIDGE.name not in {x.name for x in free} else quantity("R_ridge")
+    ridge_list = ((Ridge(ridge),) if symbolic_ridge else ()) + _ridges(
         workload, hardware, precisions, levels, unit)
     solver = Solver(budget, names, variables, time.monotonic() + budget.seconds)
     entries: list[Entry] = []

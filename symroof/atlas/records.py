@@ -111,8 +111,10 @@ class Ridge:
 
     @property
     def name(self) -> str:
-        """``R``, or ``R[h100-sxm bf16 hbm]``."""
-        return "R" if self.hardware is None else f"R[{self.hardware} {self.precision} {self.level}]"
+        """The symbol (``R``), or ``R[h100-sxm bf16 hbm]`` for a chip's."""
+        if self.hardware is None:
+            return str(self.value)
+        return f"R[{self.hardware} {self.precision} {self.level}]"
 
 
 @dataclass(frozen=True)

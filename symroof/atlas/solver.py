@@ -61,6 +61,11 @@ def _sign(e: sp.Expr) -> int | None:
     return 1 if e.is_positive else -1 if e.is_negative else None
 
 
+#: What a solver's refusal (a ``symroof.budget`` limit it names) means for a pair.
+_LIMITS = {"seconds": Reason.TIME, "memory_mib": Reason.SIZE, "ops": Reason.SIZE,
+           "digits": Reason.SIZE, "degree": Reason.DEGREE}
+
+
 class Solver:
     """Solves pairs under one budget and one deadline."""
 
@@ -96,7 +101,11 @@ class Solver:
         often the same number)."""
         key = (left, right, v, named)
         if key not in self._seen:
-            self._seen[key] = self._solve(base, left, right, v, named)
+            try:
+                self._seen[key] = self._solve(base, left, right, v, named)
+            except SymroofError as exc:  # a solver step past symroof's limits: this pair only
+                reason = _LIMITS.get(getattr(exc, "limit", ""), Reason.NO_CLOSED_FORM)
+                self._seen[key] = Entry(**base, var=v, status=Status.UNSOLVED, reason=reason)
         return replace(self._seen[key], **base)
 
     def _solve(self, base: dict[str, Any], left: sp.Expr, right: sp.Expr, v: sp.Symbol,
@@ -126,11 +135,8 @@ class Solver:
         symbolic = poly.free_symbols - {v}      # a symbolic cubic's roots run for pages
         if degree > self.budget.max_degree or (degree > 2 and symbolic):
             return result(Status.UNSOLVED, Reason.DEGREE, detail=sp.Integer(degree))
-        try:
-            sols = tuple(_tidied(c, self.variables)
-                         for c in crossover(left / v ** low, right / v ** low, v))
-        except SymroofError:
-            return result(Status.UNSOLVED, Reason.NO_CLOSED_FORM)
+        sols = tuple(_tidied(c, self.variables)
+                     for c in crossover(left / v ** low, right / v ** low, v))
         below, above = _sides(num / den, v, sols)
         of, expr = ("I", left) if base["kind"] == "ridge" else (f"{base['lhs']}/{base['rhs']}",
                                                                 ratio)

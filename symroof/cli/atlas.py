@@ -58,7 +58,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-degree", type=int, default=Budget.max_degree,
                    help=f"highest polynomial degree solved (default {Budget.max_degree})")
     p.add_argument("--seconds", type=float, default=Budget.seconds,
-                   help=f"time for the whole atlas (default {Budget.seconds:g})")
+                   help=f"time for the whole atlas; pairs not reached by then are listed "
+                        f"as unsolved (default {Budget.seconds:g})")
 
 
 def _model(args: argparse.Namespace) -> TransformerModel:

@@ -176,16 +176,25 @@ def atlas_table(a: Atlas, values: Mapping[sp.Symbol, sp.Expr] | None = None,
 
 def atlas_lines(a: Atlas, values: Mapping[sp.Symbol, sp.Expr] | None = None,
                 fmt: str = "text") -> Iterable[str]:
-    """``symroof atlas``: a heading, the table, then regimes, never-crossing and unsolved."""
+    """``symroof atlas``: a heading, the table, then regimes, never-crossing and unsolved.
+
+    In Markdown the notes are a list; in LaTeX everything but the table is a comment, so
+    the output can be ``\\input`` as it is."""
     values = dict(values or {})
     at = f" (at {_point(values)})" if values else ""
-    yield f"atlas of {a.workload} over {', '.join(map(str, a.over))}{at}"
+    head = [f"atlas of {a.workload} over {', '.join(map(str, a.over))}{at}"]
     if a.named:
-        yield "names: " + ", ".join(f"{k} = {text(v)}" for k, v in a.named.items())
+        head.append("names: " + ", ".join(f"{k} = {text(v)}" for k, v in a.named.items()))
+    notes = atlas_notes(a)
+    if fmt == "latex":
+        head, notes = [f"% {x}" for x in head], [f"% {x}" for x in notes]
+    elif fmt == "markdown":
+        head, notes = [markdown_escape(x) for x in head], [f"- {markdown_escape(x)}" for x in notes]
+    yield from head
     yield ""
     yield from atlas_table(a, values, fmt).splitlines()
     yield ""
-    yield from atlas_notes(a)
+    yield from notes
 
 
 def _limit_text(lim: Asymptote) -> str:
