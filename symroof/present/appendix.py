@@ -152,11 +152,16 @@ def _table_item(rows: list[Result], flavour: str) -> dict[str, Any]:
         col_names += [col] if col not in col_names else []
         cells[(row, col)] = r
 
+    def shown(value: sp.Expr | None, r: Result) -> str:
+        if value is not None and value.free_symbols:  # a formula answer: show the formula
+            return f"${latex(value)}$"
+        return _in_unit(value, r, flavour)
+
     def cell(r: Result | None) -> dict[str, str]:
         if r is None:
             return {"claimed": "", "derived": "", "status": ""}
-        return {"claimed": _in_unit(r.claimed, r, flavour), "derived": _in_unit(r.derived, r, flavour),
-                "status": r.status}
+        claimed = r.claimed if r.claimed is not None else r.claimed_formula
+        return {"claimed": shown(claimed, r), "derived": shown(r.derived, r), "status": r.status}
 
     first = rows[0].claim.table
     assert first is not None

@@ -99,8 +99,9 @@ def _curve(spec: Mapping[str, Any], results: Mapping[str, Result], where: str,
         if mr.claimed is not None:
             marks.append((f"{mr.claim.id}: printed", at, float(mr.claimed)))
         marks.append((f"{mr.claim.id}: derived", at, float(derived)))
+    label = str(spec.get("label", f"{y_name}({x_name}), derived"))
     return CurveChart(str(spec.get("title", r.claim.quantity)), x_name, y_name,
-                      [(r.claim.quantity, xs, ys)], marks=marks)
+                      [(label, xs, ys)], marks=marks)
 
 
 def render_charts(outcome: Outcome) -> list[RenderedChart]:

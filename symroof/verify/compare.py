@@ -17,6 +17,8 @@ many digits the derivation carries.
 'match'
 >>> status(sp.Rational(8192, 3), sp.Integer(2730), {"sig": 4})
 'mismatch'
+>>> status(sp.Rational(548, 1000), sp.Rational(9, 100), {"decimals": 0}, sp.Rational(1, 100))
+'mismatch'
 >>> tolerance_text({"rel": 0.05})
 'within 5%'
 """
@@ -72,8 +74,14 @@ def _exponent(x: sp.Rational) -> int:
     return e
 
 
-def status(derived: sp.Expr, claimed: sp.Expr, rounding: Mapping[str, object]) -> str:
-    """``"match"`` or ``"mismatch"`` for numbers (or formulas, for ``exact``)."""
+def status(derived: sp.Expr, claimed: sp.Expr, rounding: Mapping[str, object],
+           scale: sp.Expr = sp.Integer(1)) -> str:
+    """``"match"`` or ``"mismatch"`` for numbers (or formulas, for ``exact``).
+
+    Values are in base units; ``scale`` is base units per one of the claim's unit, so that
+    ``decimals`` and ``abs`` count in the unit the document printed (9% to 0 decimals is
+    within half a percentage point).
+    """
     (rule, value), = rounding.items()
     if derived.free_symbols or claimed.free_symbols:
         if rule != "exact":
@@ -84,13 +92,14 @@ def status(derived: sp.Expr, claimed: sp.Expr, rounding: Mapping[str, object]) -
     # an irrational derivation (a square root) is compared at 40 significant digits
     d = derived if derived.is_Rational else sp.Rational(str(sp.N(derived, 40)))
     c = _rational(claimed)
+    unit = sp.Rational(scale)
     ok = {
         "exact": lambda: d == c,
         "sig": lambda: abs(d - c) <= sp.Rational(1, 2) * sp.Integer(10) ** (
             _exponent(c) - int(value) + 1) if c != 0 else d == 0,  # type: ignore[call-overload]
-        "decimals": lambda: abs(d - c) <= sp.Rational(1, 2) * sp.Integer(10) ** (-int(value)),  # type: ignore[call-overload]
+        "decimals": lambda: abs(d - c) / unit <= sp.Rational(1, 2) * sp.Integer(10) ** (-int(value)),  # type: ignore[call-overload]
         "rel": lambda: abs(d - c) <= _rational(value) * abs(c),
-        "abs": lambda: abs(d - c) <= _rational(value),
+        "abs": lambda: abs(d - c) / unit <= _rational(value),
         "orders": lambda: d > 0 and c > 0 and abs(sp.log(d / c, 10).evalf()) <= float(value),  # type: ignore[arg-type]
         "less_than": lambda: d < c, "at_most": lambda: d <= c,
         "greater_than": lambda: d > c, "at_least": lambda: d >= c,

@@ -509,7 +509,7 @@ def _operation_node(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any
         raise SymroofError(f"{where}: unknown operation {name!r}{suggest(name, known)}; "
                            f"expected one of {', '.join(known)}")
     args = [evaluate(a, ctx, env, f"{where}.args") for a in node.get("args", [])]
-    kwargs = {k: evaluate(v, ctx, env, f"{where}.kwargs.{k}")
+    kwargs = {k: v if isinstance(v, bool) else evaluate(v, ctx, env, f"{where}.kwargs.{k}")
               for k, v in _table(node.get("kwargs", {}), f"{where}.kwargs").items()}
     return OPERATIONS[name](*args, **kwargs)
 

@@ -145,7 +145,8 @@ def _check(claim: Claim, ctx: Context) -> Result:
         names = ", ".join(sorted(s.name for s in value.free_symbols))
         raise SymroofError(f"{where}: the claimed figure is a number but the derived value "
                            f"still has {names}; give them in subs")
-    return Result(claim, status(value, claimed, claim.rounding), shown, subs_, value, claimed,
+    return Result(claim, status(value, claimed, claim.rounding, units.scale(claim.unit)), shown,
+                  subs_, value, claimed,
                   tolerance=tolerance_text(claim.rounding), alternatives=alternatives)
 
 
@@ -158,7 +159,8 @@ def _alternative(claim: Claim, alt: Mapping[str, Any], base: Mapping[sp.Symbol, 
         _, value = derive(alt["value"], {**base, **extra}, ctx, f"{where} alternative {label!r}")
         verdict = None
         if claim.claimed is not None and not value.free_symbols:
-            verdict = status(value, claim.claimed * units.scale(claim.unit), claim.rounding)
+            unit = units.scale(claim.unit)
+            verdict = status(value, claim.claimed * unit, claim.rounding, unit)
         return Alternative(label, value, verdict)
     except SymroofError as err:
         return Alternative(label, None, None, str(err))
