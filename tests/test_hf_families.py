@@ -171,6 +171,8 @@ def _windowed(cfg: dict) -> tuple[object, int]:
     ({"model_type": "gpt_oss", "num_local_experts": 4, "head_dim": 16}, (128, 3)),
     ({"model_type": "llama", "layer_types": ["sliding_attention"] * 6}, (None, 0)),
     ({"model_type": "mistral", "sliding_window": 8,
+      "layer_types": ["sliding_attention"] * 6}, (8, 6)),
+    ({"model_type": "gemma2", "sliding_window": 8,
       "layer_types": ["full_attention"] * 5 + ["sliding_attention"]}, (8, 1)),
 ])
 def test_window_layer_rules(cfg, want):
@@ -202,11 +204,23 @@ def test_moe_layer_rules():
 def test_windows_and_dense_layers_together():
     cfg = {**BASE, "model_type": "qwen3_moe", "num_experts": 4, "num_experts_per_tok": 2,
            "moe_intermediate_size": 16, "decoder_sparse_step": 2, "use_sliding_window": True,
-           "sliding_window": 8, "layer_types": ["sliding_attention", "full_attention"] * 3}
+           "sliding_window": 8}
     m = from_hf_dict(cfg)
     kinds = {(g.windowed, g.moe): int(g.count) for g in m.layer_groups}
-    # layers 0, 2, 4 windowed and dense; 1, 3, 5 full and MoE
-    assert kinds == {(True, False): 3, (False, True): 3}
+    # every layer windowed (Qwen3-MoE's rule); layers 1, 3, 5 MoE, 0, 2, 4 dense
+    assert kinds == {(True, False): 3, (True, True): 3}
+    assert m.window_dense_layers == 3
+    # in a description, how many dense layers are windowed is said when it is not implied
+    mixed = transformer(layers=6, d_model=64, heads=4, experts=4, experts_per_token=2,
+                        dense_layers=2, window=8, window_layers=3, window_dense_layers=1)
+    kinds = {(g.windowed, g.moe): int(g.count) for g in mixed.layer_groups}
+    assert kinds == {(False, True): 2, (False, False): 1, (True, True): 2, (True, False): 1}
+    with pytest.raises(SymroofError, match="window_dense_layers"):
+        transformer(layers=6, d_model=64, heads=4, experts=4, experts_per_token=2,
+                    dense_layers=2, window=8, window_layers=3)
+    with pytest.raises(SymroofError, match="window_dense_layers"):
+        transformer(layers=6, d_model=64, heads=4, experts=4, experts_per_token=2,
+                    dense_layers=2, window=8, window_layers=3, window_dense_layers=3)
 
 
 # ---------------------------------------------------------------------------
@@ -229,6 +243,10 @@ def _llama(**extra):
     ({"num_kv_shared_layers": 10}, "num_kv_shared_layers"),
     ({"model_type": "mistral", "layer_types": ["chunked_attention"] * 6}, "layer_types"),
     ({"model_type": "mistral", "layer_types": ["full_attention"] * 5}, "layer_types"),
+    ({"model_type": "mistral", "sliding_window": 8,   # transformers windows every layer
+      "layer_types": ["full_attention"] * 5 + ["sliding_attention"]}, "layer_types"),
+    ({"model_type": "gemma2", "sliding_window": None,
+      "layer_types": ["sliding_attention"] * 6}, "sliding_window"),
     ({"model_type": "qwen2_moe", "use_sliding_window": True, "num_experts": 4,
       "moe_intermediate_size": 8}, "use_sliding_window"),
     ({"model_type": "deepseek_v3", "moe_layer_freq": 2}, "moe_layer_freq"),

@@ -52,8 +52,7 @@ def from_hf_dict(cfg: Mapping[str, object], name: str | None = None,
 
     ``ignore`` names refused fields to accept anyway (only those in :data:`IGNORABLE`).
     """
-    bad = [f for f in ignore if f not in IGNORABLE]
-    if isinstance(ignore, str) or bad:
+    if not isinstance(ignore, (tuple, list)) or any(f not in IGNORABLE for f in ignore):
         raise SymroofError(f"ignore: expected a tuple of field names from "
                            f"{', '.join(IGNORABLE)}, got {ignore!r}")
     try:

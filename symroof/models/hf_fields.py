@@ -132,6 +132,10 @@ def refuse(f: Fields, kind: str, ignore: frozenset[str]) -> None:
                            "disagrees with its documentation)")
 
 
+#: Families whose every layer is windowed when ``sliding_window`` is set (no layer_types).
+_EVERY_LAYER = ("mistral", "mixtral", "phi3", "qwen3_moe")
+
+
 def window_of(f: Fields, kind: str, layers: int) -> tuple[int | None, list[bool]]:
     """The window W and, per layer, whether it is windowed (transformers 5.24's rules)."""
     default = {"mistral": 4096, "gemma2": 4096, "gemma3_text": 4096, "gpt_oss": 128}.get(kind)
@@ -151,6 +155,10 @@ def window_of(f: Fields, kind: str, layers: int) -> tuple[int | None, list[bool]
             raise SymroofError(f"{f.where}: field 'layer_types' must list {layers} entries of "
                                f"{' or '.join(allowed)}; got {odd!r}"[:400])
         flags = [t == "sliding_attention" for t in types]
+        if kind in _EVERY_LAYER and window is not None and not all(flags):
+            raise SymroofError(f"{f.where}: field 'layer_types' lists full_attention layers, "
+                               f"but transformers ignores layer_types for {kind} and windows "
+                               "every layer when sliding_window is set")
     elif kind in ("gemma2", "gpt_oss"):
         flags = [(i + 1) % 2 == 1 for i in range(layers)]         # even layers local
     elif kind == "gemma3_text":
