@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from symroof.errors import SymroofError
-from symroof.models import from_hf_config, from_hf_dict, get, llama_ffn, transformer
+from symroof.models import from_hf_config, from_hf_dict, get, llama_ffn, resolve, transformer
 from symroof.models.hf import FAMILIES, IGNORABLE
 from symroof.symbols import b
 from symroof.workloads.transformer import decode, prefill
@@ -274,6 +274,8 @@ def test_quantization_config_opt_in():
             from_hf_dict(cfg, ignore=bad)  # type: ignore[arg-type]
     with pytest.raises(SymroofError, match="quantization_config"):
         from_hf_config(CONFIGS / "deepseek-v3.json")
+    real = resolve(str(CONFIGS / "deepseek-v3.json"), ignore=("quantization_config",))
+    assert real.params == get("deepseek-v3").params
 
 
 def test_cost_irrelevant_fields_are_ignored():

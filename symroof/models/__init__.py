@@ -33,8 +33,9 @@ def get(name: str) -> TransformerModel:
     return PRESETS[name]()
 
 
-def resolve(spec: str) -> TransformerModel:
-    """A preset name, or a path to a Hugging Face config.json (anything ending in .json)."""
+def resolve(spec: str, *, ignore: tuple[str, ...] = ()) -> TransformerModel:
+    """A preset name, or a path to a Hugging Face config.json (anything ending in .json;
+    ``ignore`` names refused config fields to accept, see :func:`from_hf_dict`)."""
     if isinstance(spec, str) and spec.endswith(".json"):
-        return from_hf_config(spec)
+        return from_hf_config(spec, ignore=ignore)
     return get(spec)
