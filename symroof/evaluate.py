@@ -16,6 +16,7 @@ import sympy as sp
 
 from symroof import hardware
 from symroof.analysis import Analysis
+from symroof.budget import check_expr, substitute
 from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec
 from symroof.ir import as_expr
@@ -24,30 +25,53 @@ from symroof.rich import Rich
 from symroof.symbols import b as _b
 
 __all__ = ["evaluate", "sweep", "Roofline", "roofline", "symbol_map", "workload_values",
-           "Point", "points"]
+           "check_domain", "Point", "points"]
 
 
 def symbol_map(expr: sp.Expr, subs: Mapping[object, object] | None, *,
                integers: bool = False) -> dict[sp.Symbol, sp.Expr]:
     """``subs`` keyed by symbols of ``expr``; string keys name a free symbol of ``expr``.
 
-    Values must be positive where the symbol is; with ``integers``, dimensions must be
-    positive integers (a physical workload), else any positive value (a point on a
-    curve, such as a crossover at n = 59364/67)."""
+    Keys ``expr`` does not use are allowed (one mapping serves F, Q and I alike), except a
+    look-alike: a symbol with the name of one of ``expr``'s but other assumptions, which
+    would silently substitute nothing. Values must be finite, real, and positive where
+    the symbol is; with ``integers``, dimensions must be positive integers (a physical
+    workload), else any positive value (a point on a curve, such as a crossover at
+    n = 59364/67)."""
+    if subs is None:
+        return {}
+    if not isinstance(subs, Mapping):
+        raise SymroofError(f"subs: expected a mapping of symbols to values, got "
+                           f"{type(subs).__name__}")
     out: dict[sp.Symbol, sp.Expr] = {}
-    by_name = {s.name: s for s in expr.free_symbols}
-    for key, value in (subs or {}).items():
+    by_name = {s.name: s for s in expr.free_symbols if isinstance(s, sp.Symbol)}
+    for key, value in subs.items():
         if isinstance(key, str):
             if key not in by_name:
                 continue  # a value for a symbol this expression does not use
             key = by_name[key]
         if not isinstance(key, sp.Symbol):
-            raise SymroofError(f"subs: expected symbols as keys, got {key!r}")
+            raise SymroofError(f"subs: expected symbols or their names as keys, got {key!r}")
+        twin = by_name.get(key.name)
+        if twin is not None and twin != key:
+            raise SymroofError(f"subs: {key.name} {_assumed(key)} is not the {key.name} of "
+                               f"the expression, which is {_assumed(twin)} (make symbols "
+                               "with symroof.symbols)")
         out[key] = _fits(key, as_expr(value, f"value of {key}"), integers)
     return out
 
 
+def _assumed(sym: sp.Symbol) -> str:
+    """The assumptions that tell look-alike symbols apart, in words."""
+    kinds = [k for k in ("positive", "integer") if sym.assumptions0.get(k)]
+    return "(" + (" ".join(kinds) if kinds else "no assumptions") + ")"
+
+
 def _fits(sym: sp.Symbol, value: sp.Expr, integers: bool) -> sp.Expr:
+    if value.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
+        raise SymroofError(f"value of {sym}: expected a finite number, got {value}")
+    if value.has(sp.I) or value.is_real is False:
+        raise SymroofError(f"value of {sym}: expected a real number, got {value}")
     if value.free_symbols:
         return value
     if integers and sym.is_integer and not (value.is_integer and value.is_positive):
@@ -58,16 +82,20 @@ def _fits(sym: sp.Symbol, value: sp.Expr, integers: bool) -> sp.Expr:
 
 
 def evaluate(expr: object, subs: Mapping[object, object] | None = None) -> sp.Expr:
-    """``expr`` with ``subs`` substituted, exactly (Rational in, Rational out)."""
+    """``expr`` with ``subs`` substituted, exactly (Rational in, Rational out); a number
+    past the digits limit (:mod:`symroof.budget`) is refused before it is computed."""
     e = as_expr(expr, "expression")
     values = symbol_map(e, subs)
-    out = e.xreplace(values)
+    out = substitute(e, values, f"value of {_short(e)}")
     if out.has(sp.zoo, sp.nan) or (out.has(sp.oo, -sp.oo) and not e.has(sp.oo, -sp.oo)):
         at = ", ".join(f"{k}={v}" for k, v in values.items())
-        raise SymroofError(f"{e} is undefined at {at} (a division by zero)")
+        raise SymroofError(f"{_short(e)} is undefined at {at} (a division by zero)")
     return out
 
 
+def _short(e: sp.Expr) -> str:
+    text = str(e) if e.is_Atom or len(e.args) < 40 else f"{type(e).__name__}(...)"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def sweep(expr: object, grid: Mapping[object, object], *, subs: Mapping[object, object] | None = None):
@@ -85,6 +113,7 @@ def sweep(expr: object, grid: Mapping[object, object], *, subs: Mapping[object, 
     import numpy as np  # only sweeps need numpy; importing it at start-up costs every command
 
     e = evaluate(expr, subs)
+    check_expr(e, "sweep", ())  # the size limit: lambdify compiles the whole expression
     by_name = {x.name: x for x in e.free_symbols}
     keys: list[sp.Symbol] = []
     arrays: list[Any] = []
@@ -169,20 +198,83 @@ class Roofline(Rich):
 
 def workload_values(workload: Analysis, subs: Mapping[object, object] | None,
                     precision: str) -> dict[sp.Symbol, sp.Expr]:
-    """``subs`` checked against a workload's symbols (names it does not use are an error;
-    dimensions must be positive integers), with ``b`` from ``precision`` unless given."""
+    """``subs`` checked against a workload's symbols (a name or symbol it does not use is
+    an error naming those it does; dimensions must be positive integers, and the values
+    must leave every dimension of its graph a positive size), with ``b`` from
+    ``precision`` unless given."""
+    if not isinstance(workload, Analysis):
+        raise SymroofError(f"expected a workload (Analysis), got {type(workload).__name__}")
     free = workload.flops.free_symbols | workload.bytes.free_symbols
     if workload.tokens is not None:
         free |= workload.tokens.free_symbols
     names = {s.name for s in free}
-    unknown = [k for k in (subs or {}) if isinstance(k, str) and k not in names]
+    if subs is not None and not isinstance(subs, Mapping):
+        raise SymroofError(f"subs: expected a mapping of symbols to values, got "
+                           f"{type(subs).__name__}")
+    unknown = [k for k in (subs or {}) if (isinstance(k, str) and k not in names)
+               or (isinstance(k, sp.Symbol) and k not in free and k.name not in names)]
     if unknown:
-        raise SymroofError(f"subs: {', '.join(map(repr, unknown))} is not a symbol of "
-                           f"{workload.graph.name!r} (its symbols: {', '.join(sorted(names))})")
+        shown = ", ".join(repr(k) if isinstance(k, str) else str(k) for k in unknown)
+        raise SymroofError(f"subs: {shown} is not a symbol of {workload.graph.name!r} "
+                           f"(its symbols: {', '.join(sorted(names))})")
     values = symbol_map(sp.Add(*free), subs, integers=True)
     if _b in free and _b not in values:
         values[_b] = bytes_per_value(precision)
+    check_domain(workload, values)
     return values
+
+
+def _sizes(workload: Analysis) -> list[tuple[sp.Expr, str]]:
+    """Each tensor dimension that is not a plain symbol or number, and each factor of one
+    that is a sum (``H - R + 1``), with where it comes from: all must stay positive."""
+    found: dict[sp.Expr, str] = {}
+    for t in sorted(workload.graph.tensors, key=lambda x: x.name):
+        for i, d in enumerate(t.shape):
+            if d.is_Symbol or d.is_number:
+                continue
+            where = f"tensor {t.name!r} dimension {i} ({d})"
+            found.setdefault(d, where)
+            for f in _factors(d):
+                if not (f.is_Symbol or f.is_number or f == d):
+                    found.setdefault(f, where)
+    return list(found.items())
+
+
+def _factors(d: sp.Expr) -> list[sp.Expr]:
+    """The factors of a product, with the bases of its powers: (H - R + 1)**2 -> H - R + 1."""
+    if isinstance(d, sp.Mul):
+        return [f for a in d.args for f in _factors(a)]
+    if isinstance(d, sp.Pow) and d.exp.is_Integer:
+        return _factors(d.base)
+    return [d]
+
+
+def check_domain(workload: Analysis, values: Mapping[sp.Symbol, sp.Expr]) -> None:
+    """Refuse values that make a dimension of the workload's graph zero, negative or
+    fractional: a kernel larger than its input, a stride that does not divide.
+
+    >>> from symroof.symbols import H, dim
+    >>> from symroof.workloads import conv2d
+    >>> R = dim("R")
+    >>> check_domain(conv2d(1, 1, H, H, 1, R), {H: 3, R: 5})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symroof.errors.SymroofError: conv2d-explicit: H - R + 1 is -1 at H=3, R=5, in tensor 'Y' dimension 1 (...); expected a positive size (these values leave the workload empty)
+    """
+    if not values:
+        return
+    for size, where in _sizes(workload):
+        if not size.free_symbols <= set(values):
+            continue
+        v = substitute(size, values, where)
+        whole = where.endswith(f"({size})")
+        if v.is_positive and (v.is_integer or not whole):
+            continue
+        at = ", ".join(f"{k}={values[k]}" for k in sorted(size.free_symbols, key=str))
+        expected = "a positive integer" if whole and v.is_positive else "a positive size"
+        raise SymroofError(f"{workload.graph.name}: {size} is {v} at {at}, in {where}; "
+                           f"expected {expected} (these values leave the workload "
+                           f"{'fractional' if v.is_positive else 'empty'})")
 
 
 def roofline(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf16",
@@ -227,7 +319,9 @@ def points(workload: Analysis, rows: Iterable[Mapping[sp.Symbol, sp.Expr]], *,
            unit: str | None = None, level: str | None = None) -> Iterator[Point]:
     """``workload`` at each row of values (exact), with its roofline on ``hw`` if given."""
     spec = None if hw is None else hardware.resolve(hw)
-    for values in rows:
+    for row in rows:
+        values = workload_values(workload, row, precision)
+        values = {k: values[k] for k in row}  # the row as given (b from precision only if given)
         r = None if spec is None else roofline(workload, spec, precision=precision,
                                                  subs=values, unit=unit, level=level)
         yield Point(dict(values), evaluate(workload.flops, values),

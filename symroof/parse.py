@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 import sympy as sp
 
+from symroof.budget import MAX_BITS, MAX_DEPTH, MAX_EXPONENT, MAX_LENGTH
 from symroof.errors import SymroofError, suggest
 from symroof.symbols import CANONICAL
 
@@ -37,10 +38,8 @@ __all__ = [
     "FUNCTIONS", "SUFFIXES", "MAX_LENGTH", "MAX_DEPTH", "MAX_EXPONENT", "MAX_BITS",
 ]
 
-MAX_LENGTH = 2000  #: longest accepted text, in characters
-MAX_DEPTH = 64  #: deepest nesting of calls, unary operators and right operands
-MAX_EXPONENT = 64  #: bound on |number| in an exponent (and on a numeric one's denominator)
-MAX_BITS = 1024  #: bound on the bit length of every numerator and denominator
+# MAX_LENGTH, MAX_DEPTH, MAX_EXPONENT, MAX_BITS: the parser's limits, kept with every
+# other limit in symroof.budget and re-exported here.
 
 #: Size suffixes written right after a number: decimal ``k``, binary ``Ki`` ... ``Ti``.
 SUFFIXES: dict[str, int] = {"k": 10**3, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
@@ -255,14 +254,27 @@ class _Parser:
         return self.checked(func(*args), node)
 
     def check_exponent(self, value: sp.Basic, node: ast.AST) -> None:
-        numeric = isinstance(value, sp.Rational)  # symbolic ones: only |value| is bounded
-        for r in [value] if numeric else value.atoms(sp.Rational):
-            if abs(r) > MAX_EXPONENT or (numeric and r.q > MAX_EXPONENT):
+        """An exponent's value is bounded (a tower such as exp(exp(64)) is refused); in a
+        symbolic exponent, every number and numeric part is."""
+        parts = [value] if value.is_number else [
+            *value.atoms(sp.Rational), *(x for x in value.atoms(sp.Pow, sp.exp, sp.Function)
+                                         if x.is_number)]
+        for part in parts:
+            size = self.magnitude(part)
+            if size > MAX_EXPONENT or (value.is_Rational and value.q > MAX_EXPONENT):
                 raise _Reject(f"exponent {_show(str(value), 30)} in "
                               f"{_show(self.segment(node), 30)}",
                               node.col_offset,  # type: ignore[attr-defined]
                               f" is out of range (|value| and denominator must be"
-                              f" <= {MAX_EXPONENT})")
+                              f" <= {MAX_EXPONENT}, the parser's exponent limit)")
+
+    @staticmethod
+    def magnitude(number: sp.Basic) -> float:
+        """|number| as a float (inf when too large); its parts are already bounded."""
+        if number.is_Rational:
+            return float(abs(number)) if max(abs(number.p), number.q) < 2**64 else float("inf")
+        approx = sp.Abs(number).evalf(15, maxn=30)
+        return float(approx) if approx.is_Float else float("inf")
 
     def checked(self, value: sp.Basic, node: ast.AST) -> sp.Basic:
         """Reject infinite, non-real, too large values (cheap tests: no assumption queries)."""

@@ -3,6 +3,8 @@
 Everything works on rational functions through their numerator and denominator as
 polynomials in the variable (leading terms, roots by degree); no general-purpose
 simplification. Min and Max never reach a solver: roofline bounds come as branches (:func:`regimes`).
+Every solver checks its input against the size and degree limits and runs under the
+wall-clock and memory guard of :mod:`symroof.budget`; a BudgetError names the call.
 
 >>> from symroof.symbols import B, D, S, b
 >>> I = 2*B*(6*D + S)/(b*(B*S + 6*D))
@@ -20,9 +22,10 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from symroof.analysis import Analysis
+from symroof.budget import check_expr, current, degree_bound, guarded, light, note
 from symroof.display import display, positive_denominator
 from symroof.errors import SymroofError
-from symroof.evaluate import roofline
+from symroof.evaluate import Roofline, roofline
 from symroof.hardware import HardwareSpec
 from symroof.ir import as_expr
 from symroof.rich import Rich
@@ -45,6 +48,28 @@ def _symbol(var: object, what: str) -> sp.Symbol:
     return var
 
 
+def _short(e: object) -> str:
+    text = str(e) if not isinstance(e, sp.Basic) or sp.count_ops(e) < 60 else \
+        f"{type(e).__name__}(...)"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _checked(e: sp.Expr, what: str) -> sp.Expr:
+    """``e`` within the size and degree limits (all its symbols: cancel expands them all)."""
+    check_expr(e, what)
+    return e
+
+
+def _quick(e: sp.Expr, var: sp.Symbol | None = None, degree: int | None = None) -> bool:
+    """Whether ``e`` is light and rational in ``var`` (of at most ``degree`` there): a
+    computation on it runs without the guard's fork (see symroof.budget.light)."""
+    if var is not None and not e.is_rational_function(var):
+        return False
+    if degree is not None and var is not None and degree_bound(e, var) > degree:
+        return False
+    return light(e)
+
+
 def leading_term(expr: object, var: sp.Symbol, to: object = sp.oo) -> sp.Expr:
     """The dominant term of ``expr`` as ``var`` tends to ``to`` (oo or 0).
 
@@ -53,19 +78,26 @@ def leading_term(expr: object, var: sp.Symbol, to: object = sp.oo) -> sp.Expr:
     S
     """
     e, v = as_expr(expr, "leading_term"), _symbol(var, "leading_term")
+    if to not in (sp.oo, 0):
+        raise SymroofError(f"leading_term: expected to=oo or 0, got {to!r}")
     if v not in e.free_symbols:
         return e
+    _checked(e, "leading_term")
+    return guarded(f"leading term of {_short(e)} as {v} -> {to}", _leading_term, e, v, to,
+                   unguarded=_quick(e, v))
+
+
+def _leading_term(e: sp.Expr, v: sp.Symbol, to: object) -> sp.Expr:
+    note("cancelling to one fraction")
     num, den = _rational_parts(e, v, "leading_term")
     if to == sp.oo:
         n_c, n_d = num.LC(), num.degree()
         d_c, d_d = den.LC(), den.degree()
-    elif to == 0:
+    else:
         n_d = min(k[0] for k, _ in num.terms())
         n_c = dict((k[0], c) for k, c in num.terms())[n_d]
         d_d = min(k[0] for k, _ in den.terms())
         d_c = dict((k[0], c) for k, c in den.terms())[d_d]
-    else:
-        raise SymroofError(f"leading_term: expected to=oo or 0, got {to!r}")
     return sp.cancel(n_c / d_c) * v ** (n_d - d_d)
 
 
@@ -76,34 +108,61 @@ def limit(expr: object, var: sp.Symbol, to: object = sp.oo) -> sp.Expr:
     display form (equal to the cancelled one; ``symroof.text`` prints it).
     """
     e, v = as_expr(expr, "limit"), _symbol(var, "limit")
+    point = as_expr(to, "limit to")
+    if point.free_symbols or point.has(sp.nan, sp.zoo) or point.is_extended_real is False:
+        raise SymroofError(f"limit: expected a point such as oo or 0 to tend to, got {to!r}")
     if e.has(sp.Min, sp.Max, sp.Piecewise, sp.floor, sp.ceiling):
-        raise SymroofError(f"limit: {e} has Min/Max/Piecewise/floor/ceiling; take limits "
-                           "per branch (symroof.regimes gives the branches of a roofline)")
+        raise SymroofError(f"limit: {_short(e)} has Min/Max/Piecewise/floor/ceiling; take "
+                           "limits per branch (symroof.regimes gives the branches of a roofline)")
     if v not in e.free_symbols:
         return e
+    _checked(e, "limit")
+    value, shown = guarded(f"limit of {_short(e)} as {v} -> {point}", _limit, e, v, point,
+                           unguarded=point in (sp.oo, 0) and _quick(e, v))
+    return display(value) if shown else value
+
+
+def _limit(e: sp.Expr, v: sp.Symbol, to: sp.Expr) -> tuple[sp.Expr, bool]:
+    """(the limit, whether it is a finite leading term to show in display form)."""
+    if to not in (sp.oo, 0):
+        return _sympy_limit(e, v, to), False
     try:
-        lead = leading_term(e, v, to)
+        lead = _leading_term(e, v, to)
     except SymroofError:
-        return _sympy_limit(e, v, to)
+        return _sympy_limit(e, v, to), False
     power = sp.Poly(lead, v).degree() if lead.is_polynomial(v) else -1
     if v not in lead.free_symbols:
-        return display(lead)  # the textbook's shape: (12*D/S + 2)/b
+        return lead, True  # the textbook's shape: (12*D/S + 2)/b
     if (to == sp.oo and power < 0) or (to == 0 and power > 0):
-        return sp.Integer(0)
+        return sp.Integer(0), False
     sign = sp.sign(lead.subs(v, 1))
-    return sp.oo * sign if sign.is_number else _sympy_limit(e, v, to)
+    return (sp.oo * sign, False) if sign.is_number else (_sympy_limit(e, v, to), False)
 
 
 def _sympy_limit(e: sp.Expr, v: sp.Symbol, to: object) -> sp.Expr:
+    note("sympy.limit (not a rational function)")
     try:
         return sp.limit(e, v, to)
     except Exception as exc:  # SymPy's limit raises many types; the caller gets one
-        raise SymroofError(f"limit of {e} as {v} -> {to}: no closed form "
+        raise SymroofError(f"limit of {_short(e)} as {v} -> {to}: no closed form "
                            f"({type(exc).__name__})") from None
 
 
 def positive_condition(expr: sp.Expr) -> sp.Expr | bool:
-    """``expr > 0`` reduced with the symbols' assumptions: True, False or a relation."""
+    """``expr > 0`` reduced with the symbols' assumptions: True, False or a relation.
+
+    >>> from symroof.symbols import B, S
+    >>> positive_condition(B - S), positive_condition(B + S)
+    (B - S > 0, True)
+    """
+    e = _checked(as_expr(expr, "positive_condition"), "positive_condition")
+    if e.has(sp.I) or e.has(sp.nan, sp.zoo):
+        raise SymroofError(f"positive_condition: {_short(e)} is not a real expression")
+    return guarded(f"the sign of {_short(e)}", _positive_condition, e, unguarded=_quick(e))
+
+
+def _positive_condition(expr: sp.Expr) -> sp.Expr | bool:
+    note("factoring the sign condition")
     e = sp.factor_terms(sp.cancel(expr))
     if e.is_positive:
         return True
@@ -180,39 +239,62 @@ def crossover(lhs: object, rhs: object, var: sp.Symbol) -> list[Crossover]:
 
     A root that is never positive is dropped; one positive only for some values of
     the other symbols carries that as a condition (a batch where decode turns
-    compute-bound exists only while the asymptotic intensity exceeds the ridge).
+    compute-bound exists only while the asymptotic intensity exceeds the ridge). Roots
+    come in closed form up to degree 2 with symbolic coefficients, exactly (radicals or
+    ``CRootOf``) for any degree within the limit when every other symbol has a value,
+    and otherwise only where the polynomial factors.
     """
     v = _symbol(var, "crossover")
-    diff = sp.cancel(as_expr(lhs, "crossover lhs") - as_expr(rhs, "crossover rhs"))
+    a, c = as_expr(lhs, "crossover lhs"), as_expr(rhs, "crossover rhs")
+    diff = _checked(a - c, "crossover")
+    if diff.has(sp.Min, sp.Max, sp.Piecewise):
+        raise SymroofError("crossover: a side has Min/Max/Piecewise; solve per branch "
+                           "(symroof.regimes gives the branches of a roofline)")
+    return guarded(f"crossover {_short(a)} = {_short(c)} in {v}", _crossover, diff, v,
+                   unguarded=_quick(diff, v, 2))
+
+
+def _crossover(diff: sp.Expr, v: sp.Symbol) -> list[Crossover]:
+    note("cancelling to one fraction")
+    diff = sp.cancel(diff)
     if diff == 0:
         raise SymroofError(f"crossover: the two sides are equal for every {v}")
     num, den = _rational_parts(diff, v, "crossover")
     deg = num.degree()
+    if deg > current().degree:
+        raise SymroofError(f"crossover: degree {deg} in {v}, more than the limit of "
+                           f"{current().degree} (raise it with --budget degree=N)")
     if deg <= 0:
         return []
+    note(f"finding the roots of a degree-{deg} polynomial in {v}")
+    conds_extra: list[sp.Expr] = []
     if deg == 1:
         c1, c0 = num.all_coeffs()
         roots = [sp.cancel(-c0 / c1)]
-        conds_extra: list[sp.Expr] = []
     elif deg == 2:
         a, b_, c = num.all_coeffs()
         disc = sp.expand(b_ ** 2 - 4 * a * c)
         sq = sp.sqrt(disc)
         roots = [sp.cancel((-b_ + sq) / (2 * a)), sp.cancel((-b_ - sq) / (2 * a))]
         conds_extra = [] if disc.is_nonnegative else [sp.GreaterThan(disc, 0)]
-    else:
-        found = sp.roots(num, v)
-        if not found or sum(found.values()) < deg:
+    elif num.free_symbols <= {v}:  # numbers only: every real root, exactly
+        roots = list(dict.fromkeys(num.real_roots()))
+    else:  # symbolic: only roots found by factoring; Cardano's radicals are no answer
+        found = sp.roots(num, v, cubics=False, quartics=False, quintics=False)
+        if sum(found.values()) < deg:
             raise SymroofError(f"crossover: no closed form for the roots of a degree-{deg} "
-                               f"polynomial in {v}")
-        roots, conds_extra = list(found), []
+                               f"polynomial in {v} with symbolic coefficients; give the "
+                               "other symbols values (--set) for exact numeric roots")
+        roots = list(found)
     out: list[Crossover] = []
     seen: set[sp.Expr] = set()
+    note("checking each root's sign and conditions")
     for root in roots:
-        if root in seen or root.is_real is False or (root.is_number and not root.is_real):
+        if root in seen or root.is_real is False or root.has(sp.I) or (
+                root.is_number and not root.is_real):
             continue  # a repeated or complex root is no crossover
         seen.add(root)
-        cond = positive_condition(root)
+        cond = _positive_condition(root)
         if cond is False:
             continue
         conds = list(conds_extra) + ([] if cond is True else [cond])
@@ -273,10 +355,20 @@ def regimes(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf1
     Each branch gives its condition (intensity below or above the ridge) and its time.
     With ``var``, each also gives where it starts or ends in that variable.
     """
+    if var is not None:
+        _symbol(var, "regimes var")
     r = roofline(workload, hw, precision=precision, subs=subs, unit=unit, level=level)
-    below = positive_condition(r.ridge - r.intensity)
-    above = positive_condition(r.intensity - r.ridge)
-    cross = tuple(crossover(r.intensity, r.ridge, var)) if var is not None else ()
+    _checked(r.intensity, "regimes")
+    return guarded(f"regimes of {workload.graph.name!r} on {r.hardware}", _regimes, r, var,
+                   unguarded=_quick(r.intensity, var, 2))
+
+
+def _regimes(r: Roofline, var: sp.Symbol | None) -> list[Regime]:
+    note("the sign of intensity - ridge")
+    below = _positive_condition(r.ridge - r.intensity)
+    above = _positive_condition(r.intensity - r.ridge)
+    cross = tuple(_crossover(r.intensity - r.ridge, var)) if var is not None and \
+        var in r.intensity.free_symbols else ()
     out = []
     for bound, cond, time, attain in (
             ("memory", below, r.memory_time_s, r.bandwidth * r.intensity),
@@ -296,6 +388,15 @@ def sensitivity(expr: object, var: sp.Symbol) -> sp.Expr:
     1
     """
     e, v = as_expr(expr, "sensitivity"), _symbol(var, "sensitivity")
+    if e == 0:
+        raise SymroofError("sensitivity: the elasticity of 0 is undefined")
+    _checked(e, "sensitivity")
+    return guarded(f"sensitivity of {_short(e)} to {v}", _sensitivity, e, v,
+                   unguarded=_quick(e, v))
+
+
+def _sensitivity(e: sp.Expr, v: sp.Symbol) -> sp.Expr:
+    note("differentiating and cancelling")
     return sp.factor_terms(sp.cancel(v * sp.diff(e, v) / e))
 
 
@@ -309,7 +410,16 @@ def theta(expr: object, small: Iterable[tuple[sp.Symbol, sp.Symbol]] = ()) -> sp
     the same order dominates it that way; coefficients become 1.
     Shazeer's incremental attention: memory/arithmetic = Theta(n/d + 1/b).
     """
-    e = as_expr(expr, "theta")
+    e = _checked(as_expr(expr, "theta"), "theta")
+    try:
+        pairs = [(_symbol(x, "theta small"), _symbol(y, "theta small")) for x, y in small]
+    except (TypeError, ValueError):
+        raise SymroofError("theta: small must be pairs (x, y) of symbols with x << y") from None
+    return guarded(f"theta of {_short(e)}", _theta, e, pairs)
+
+
+def _theta(e: sp.Expr, small: list[tuple[sp.Symbol, sp.Symbol]]) -> sp.Expr:
+    note("expanding in the small ratios")
     eps = sp.Dummy("eps", positive=True)
     back: dict[sp.Expr, sp.Expr] = {}
     for x, y in small:

@@ -352,7 +352,7 @@ def test_hardware_file_not_utf8(tmp_path):
 
 def test_hardware_file_missing_or_directory(tmp_path):
     refused(lambda: hardware.load(tmp_path / "nope.toml"), "nope.toml", "cannot read")
-    refused(lambda: hardware.load(tmp_path), str(tmp_path), "cannot read")
+    refused(lambda: hardware.load(tmp_path), str(tmp_path), "not a regular file")
 
 
 EXTREME_NUMBERS = {
@@ -479,7 +479,7 @@ RAW_CONFIG_CASES = {
     "number": (b"42", ["expected a JSON object", "int"]),
     "null": (b"null", ["expected a JSON object"]),
     "empty": (b"", ["not valid JSON"]),
-    "invalid UTF-8": (b'{"model_type": "ll\xffama"}', ["cannot read", "utf-8"]),
+    "invalid UTF-8": (b'{"model_type": "ll\xffama"}', ["not UTF-8 text", "byte 18"]),
     "deeply nested": (b'{"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", ["not valid JSON"]),
     # json.loads raises a bare ValueError for an integer over 4300 digits
     "integer of 5000 digits": (b'{"model_type": "llama", "hidden_size": ' + b"9" * 5000 + b"}",
@@ -499,7 +499,7 @@ def test_bad_config_json_bytes(case, tmp_path):
 def test_config_json_missing_file_or_directory(tmp_path):
     refused(lambda: models.from_hf_config(tmp_path / "config.json"), "config.json", "cannot read")
     (tmp_path / "x.json").mkdir()
-    refused(lambda: models.from_hf_config(tmp_path / "x.json"), "x.json", "cannot read")
+    refused(lambda: models.from_hf_config(tmp_path / "x.json"), "x.json", "not a regular file")
 
 
 # ---------------------------------------------------------------------------
@@ -539,7 +539,7 @@ CLI_CASES = {
                  ["--of", "not allowed"]),
     "bad choice": (["derive", "gemm", "--flops", "three"], ["--flops", "invalid choice"]),
     "bad int": (["derive", "elementwise", "--flops-per-element", "x"],
-                ["--flops-per-element", "invalid int"]),
+                ["--flops-per-element", "non-negative integer"]),
     "hardware show without name": (["hardware", "show"], ["expected a chip name"]),
     "config.json missing": (["derive", "decode", "--model", "/nonexistent/config.json"],
                             ["/nonexistent/config.json", "cannot read"]),

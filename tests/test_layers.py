@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1] / "symroof"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("symroof.errors", "symroof.version", "symroof.rich"),
     ("symroof.symbols", "symroof.precision", "symroof.options", "symroof.parse",
-     "symroof.files", "symroof.hardware"),
+     "symroof.files", "symroof.budget", "symroof.hardware"),
     ("symroof.ir",),
     ("symroof.rules", "symroof.cost"),
     ("symroof.analysis",),

@@ -6,8 +6,9 @@ import argparse
 
 from symroof import hardware
 from symroof.cli.common import (Command, Output, add_format, add_workload_options,
-                                build_workload, parse_sets, rows)
-from symroof.evaluate import points
+                                build_workload, check_format, parse_sets, rows,
+                                workload_symbols)
+from symroof.evaluate import points, workload_values
 from symroof.hardware import UNITS
 from symroof.precision import bytes_per_value
 from symroof.present.commands import derive_json, derive_lines, dumps
@@ -30,20 +31,28 @@ def _configure(p: argparse.ArgumentParser, with_hardware: bool) -> None:
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:
+    fmt = check_format(args)
     wl = build_workload(args)
-    sets = parse_sets(args.set or [], wl.flops.free_symbols | wl.bytes.free_symbols)
+    free = workload_symbols(wl)
+    sets = parse_sets(args.set or [], free, workload=args.workload)
     evaluating = args.command == "eval"
     precision = args.precision or ("bf16" if evaluating else None)
-    if precision and b not in sets:
+    if precision and b in free and b not in sets:
         sets[b] = (bytes_per_value(precision),)
     hw = hardware.get(args.hardware) if evaluating else None
-    # every row is evaluated before anything is printed, so a bad row prints nothing else
-    found = list(points(wl, rows(sets), hw=hw, precision=precision or "bf16",
-                        unit=getattr(args, "unit", None), level=getattr(args, "level", None)))
-    if args.json:
+    if hw is not None:  # the chip's figures, once, before any row
+        hw.peak(precision or "bf16", unit=args.unit,
+                ops_per_mac=wl.convention.flop_count.ops_per_mac)
+        hw.bandwidth(args.level)
+    for row in rows(sets):  # every row's values are checked before anything is written
+        workload_values(wl, row, precision or "bf16")
+    # then rows are made, evaluated and written one at a time
+    found = points(wl, rows(sets), hw=hw, precision=precision or "bf16",
+                   unit=getattr(args, "unit", None), level=getattr(args, "level", None))
+    if args.json:  # one JSON document: its rows are held until the last one is made
         out(dumps(derive_json(args.workload, wl, found)))
         return 0
-    for line in derive_lines(args.workload, wl, found, args.format):
+    for line in derive_lines(args.workload, wl, found, fmt):
         out(line)
     return 0
 

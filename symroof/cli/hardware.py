@@ -21,6 +21,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace, out: Output) -> int:
     if args.action == "list":
+        if args.name:
+            raise SymroofError(f"hardware list: takes no name (got {args.name!r}); "
+                               "use 'symroof hardware show NAME'")
         names = hardware.names()
         if args.json:
             out(dumps({"hardware": list(names)}))

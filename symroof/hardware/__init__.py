@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import tomllib
 from importlib import resources
 
+from symroof.budget import current
 from symroof.errors import SymroofError, suggest
+from symroof.files import read_bytes
 from symroof.hardware.spec import (PRECISIONS, UNITS, HardwareSpec, Link, MemoryLevel, Peak,
                                    parse_spec)
 
@@ -60,26 +63,29 @@ def resolve(hw: object) -> HardwareSpec:
 
 
 def load(path: str | os.PathLike[str]) -> HardwareSpec:
-    """Load and validate a user's own hardware file (same schema as the shipped ones)."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as err:
-        raise SymroofError(f"{os.fspath(path)}: cannot read hardware file "
-                           f"({err.strerror})") from None
+    """Load and validate a user's own hardware file (same schema as the shipped ones).
+
+    The file is read only if it is a regular file within the ``file_bytes`` limit
+    (:mod:`symroof.budget`): a link to ``/dev/zero`` or a FIFO is refused, not read.
+    """
+    raw = read_bytes(path, "hardware file", limit=current().file_bytes)
     return _parse(raw, os.fspath(path))
 
 
 def _parse(raw: bytes, origin: str) -> HardwareSpec:
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as err:
-        raise SymroofError(f"{origin}: not UTF-8 text ({err.reason})") from None
+        raise SymroofError(f"{origin}: not UTF-8 text ({err.reason} at byte "
+                           f"{err.start})") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise SymroofError(f"{origin}: not valid TOML: {err}") from None
+    except RecursionError:
+        raise SymroofError(f"{origin}: arrays or tables nested too deeply") from None
     except ValueError:  # an integer past Python's digit limit: name its key
-        import re
-        hit = re.search(r"^\s*([\w.\"-]+)\s*=\s*[+-]?[0-9_]{1000,}", raw.decode("utf-8"), re.M)
+        hit = re.search(r"^\s*([\w.\"-]+)\s*=\s*[+-]?[0-9_]{1000,}", text, re.M)
         key = hit.group(1) if hit else "a value"
         raise SymroofError(f"{origin}: {key}: expected a figure below 1e30 in the key's "
                            "unit, got an integer of thousands of digits") from None

@@ -16,6 +16,8 @@ symroof.errors.SymroofError: gemm 'x': field 'a': expected a Tensor, got None
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -85,18 +87,48 @@ def node(cls: type[T]) -> type[T]:
 
 
 def as_expr(value: object, what: str) -> sp.Expr:
-    """A SymPy number or expression from a Python number or SymPy object (never text)."""
-    if isinstance(value, bool):
+    """A SymPy number or expression from a Python or NumPy number, a Fraction, or a SymPy
+    object (never text); floats are taken at their exact decimal value.
+
+    >>> import numpy as np
+    >>> as_expr(np.float64(0.5), "x"), as_expr(np.int64(3), "x")
+    (1/2, 3)
+    """
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
         raise SymroofError(f"{what}: expected a number or SymPy expression, got {value!r}")
-    if isinstance(value, int):
-        return sp.Integer(value)
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+    if isinstance(value, sp.Basic):
+        if isinstance(value, sp.Expr):
+            return value
+    elif isinstance(value, numbers.Integral):
+        return sp.Integer(int(value))
+    elif isinstance(value, numbers.Rational):
+        return sp.Rational(int(value.numerator), int(value.denominator))
+    elif isinstance(value, numbers.Real):
+        number = float(value)
+        if not math.isfinite(number):
             raise SymroofError(f"{what}: expected a finite number, got {value!r}")
-        return sp.Rational(repr(value))
-    if isinstance(value, sp.Basic) and isinstance(value, sp.Expr):
-        return value
-    raise SymroofError(f"{what}: expected a number or SymPy expression, got {value!r}")
+        return sp.Rational(repr(number))
+    raise SymroofError(f"{what}: expected a number or SymPy expression, got "
+                       f"{type(value).__name__} {_brief(value)}")
+
+
+def _brief(value: object) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a repr that fails must not hide the real error
+        text = "?"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _amount(value: object, what: str, *, zero: bool) -> sp.Expr:
+    """A finite, real, non-negative (``zero``) or positive count such as FLOPs per element."""
+    expr = as_expr(value, what)
+    bad = expr.has(sp.oo, -sp.oo, sp.zoo, sp.nan, sp.I)
+    if bad or expr.is_negative or expr.is_real is False or (not zero and expr.is_zero) or (
+            expr.is_number and not (expr.is_nonnegative if zero else expr.is_positive)):
+        kind = "non-negative" if zero else "positive"
+        raise SymroofError(f"{what}: expected a finite, {kind} number, got {expr}")
+    return expr
 
 
 def as_dim(value: object, what: str) -> sp.Expr:
@@ -253,7 +285,8 @@ class Gemm(Op):
 
     def _validate(self) -> None:
         object.__setattr__(self, "work_fraction",
-                           as_expr(self.work_fraction, f"gemm {self.name!r} work_fraction"))
+                           _amount(self.work_fraction, f"gemm {self.name!r} work_fraction",
+                                   zero=False))
         batch, m, n, k = self.dims
         if tuple(self.out.shape) != (*batch, m, n) and not (
                 len(self.out.shape) == len(batch) + 2
@@ -298,8 +331,8 @@ class Elementwise(Op):
     operands: ClassVar[tuple[str, ...]] = ("xs",)
 
     def _validate(self) -> None:
-        object.__setattr__(self, "flops_per_element", as_expr(
-            self.flops_per_element, f"elementwise {self.name!r} flops_per_element"))
+        object.__setattr__(self, "flops_per_element", _amount(
+            self.flops_per_element, f"elementwise {self.name!r} flops_per_element", zero=True))
         if not self.xs:
             raise self._fail("expected at least one input")
         for x in self.xs:
@@ -321,8 +354,8 @@ class Reduce(Op):
     operands: ClassVar[tuple[str, ...]] = ("x",)
 
     def _validate(self) -> None:
-        object.__setattr__(self, "flops_per_element", as_expr(
-            self.flops_per_element, f"reduce {self.name!r} flops_per_element"))
+        object.__setattr__(self, "flops_per_element", _amount(
+            self.flops_per_element, f"reduce {self.name!r} flops_per_element", zero=True))
         rank = len(self.x.shape)
         if not -rank <= self.axis < rank:
             raise self._fail(f"axis {self.axis} out of range for {self.x.name!r} of rank {rank}")
@@ -373,7 +406,8 @@ class Move(Op):
         if not self.xs:
             raise self._fail("expected at least one input")
         object.__setattr__(self, "read_fraction",
-                           as_expr(self.read_fraction, f"move {self.name!r} read_fraction"))
+                           _amount(self.read_fraction, f"move {self.name!r} read_fraction",
+                                   zero=True))
 
 
 @node

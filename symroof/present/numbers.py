@@ -3,7 +3,9 @@
 Every number that leaves symroof passes through here. Exact values stay exact where a
 reader may want them (``"19788/67"``), text rounds to six significant figures, and a
 value too large for a float is written in scientific notation from its exact digits,
-never as ``inf``.
+never as ``inf``. A value that is not a finite real number (``nan``, ``oo``, ``zoo``, an
+imaginary part) is a SymroofError, never printed: every number out is valid JSON
+(``json.dumps(..., allow_nan=False)``) and finite text.
 
 >>> text_number(sp.Integer(2048)), text_number(sp.Rational(8192, 3)), text_number(sp.Integer(10)**300 * 3)
 ('2048', '2730.67', '3.0000e+300')
@@ -11,6 +13,12 @@ never as ``inf``.
 (0.25, 7, '19788/67')
 >>> si(sp.Integer(80) * 10**9, "B"), si(sp.Integer(50) * 2**20, "B"), si(sp.Rational(989400) * 10**9, "FLOP/s", 12)
 ('80 GB', '50 MiB', '989.4 TFLOP/s')
+>>> text_number(sp.sqrt(2) * 10**400), json_number(sp.exp(800)), exact(sp.sqrt(8))
+('1.4142e+400', '2.72637457211e+347', '2*sqrt(2)')
+>>> json_number(sp.nan)
+Traceback (most recent call last):
+...
+symroof.errors.SymroofError: JSON value: nan is not a finite real number
 """
 
 from __future__ import annotations
@@ -19,10 +27,10 @@ import math
 from typing import Any
 
 import sympy as sp
-from mpmath.libmp import from_rational, to_str
+from mpmath.libmp import to_str
 
 from symroof.errors import SymroofError
-from symroof.present.formula import text
+from symroof.present.formula import scientific_text, text
 
 __all__ = ["exact", "exact_fields", "json_number", "text_number", "scientific", "si",
            "grouped", "MAX_JSON_DIGITS"]
@@ -34,29 +42,46 @@ MAX_JSON_DIGITS = 30
 _TEN, _TWO = sp.Integer(10), sp.Integer(2)
 
 
-def _finite(x: sp.Expr, what: str) -> sp.Expr:
-    if x.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
-        raise SymroofError(f"{what}: {x} is not a finite number")
-    return x
+def _finite(x: object, what: str) -> sp.Expr:
+    """``x`` as a SymPy value, refused unless finite and real (where it is a number)."""
+    if isinstance(x, bool) or not isinstance(x, (sp.Basic, int, float)):
+        raise SymroofError(f"{what}: expected a number, got {type(x).__name__} {x!r}")
+    if isinstance(x, float) and not math.isfinite(x):
+        raise SymroofError(f"{what}: {x} is not a finite real number")
+    value = sp.Rational(repr(x)) if isinstance(x, float) else sp.sympify(x)
+    if not isinstance(value, sp.Expr) or value.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or \
+            value.has(sp.I) or value.is_extended_real is False:
+        raise SymroofError(f"{what}: {value} is not a finite real number")
+    return value
 
 
 def scientific(x: sp.Expr, digits: int = 5) -> str:
     """``x`` as ``d.dddde+NN`` from its exact value (no float overflow, no digit limit)."""
-    v = sp.Rational(_finite(sp.sympify(x), "number"))
-    mpf = from_rational(v.p, v.q, 4 * digits + 20)
-    text = to_str(mpf, digits, min_fixed=1, max_fixed=0, show_zero_exponent=True)
-    mantissa, _, exponent = text.partition("e")
+    v = _finite(x, "number")
+    if v.is_Rational:
+        return scientific_text(v.p, v.q, digits)
+    approx = v.evalf(digits + 5)
+    if not approx.is_Float:
+        raise SymroofError(f"number: {v} has no numeric value")
+    shown = to_str(approx._mpf_, digits, min_fixed=1, max_fixed=0, show_zero_exponent=True)
+    mantissa, _, exponent = shown.partition("e")
     power = int(exponent)
     return f"{float(mantissa):.{digits - 1}f}e{'+' if power >= 0 else '-'}{abs(power):02d}"
 
 
 def _fits_float(x: sp.Expr) -> bool:
-    return x == 0 or 1e-300 < abs(x) < 1e300
+    if x.is_Rational:
+        return x == 0 or 1e-300 < abs(x) < 1e300
+    approx = sp.Abs(x).evalf(15)
+    return approx.is_Float and (approx == 0 or 1e-300 < approx < 1e300)
 
 
 def exact(value: sp.Expr) -> int | str:
-    """An exact rational as an int, or a ``"p/q"`` string."""
-    v = sp.Rational(value)
+    """An exact rational as an int, or a ``"p/q"`` string (another exact number in SymPy
+    syntax)."""
+    v = _finite(value, "exact value")
+    if not v.is_Rational:
+        return str(v)
     return int(v) if v.q == 1 else f"{v.p}/{v.q}"
 
 
@@ -64,9 +89,9 @@ def exact_fields(key: str, value: sp.Expr | None, *, always_float: bool = False)
     """``{key: exact}``, plus ``key_float`` for a non-integer (or when asked)."""
     if value is None:
         return {key: None}
-    v = sp.Rational(value)
+    v = _finite(value, key)
     return {key: exact(v),
-            **({f"{key}_float": json_number(v)} if always_float or v.q != 1 else {})}
+            **({f"{key}_float": json_number(v)} if always_float or not v.is_Integer else {})}
 
 
 def json_number(x: sp.Expr | None) -> object:
@@ -74,24 +99,23 @@ def json_number(x: sp.Expr | None) -> object:
     or for a value beyond a float's range; never NaN or Infinity."""
     if x is None:
         return None
-    if not isinstance(x, sp.Basic):
-        x = sp.sympify(x)
-    _finite(x, "JSON value")
+    x = _finite(x, "JSON value")
     if x.free_symbols:
         return str(x)
     if x.is_Integer:
         return int(x) if abs(x) < _TEN**MAX_JSON_DIGITS else scientific(x, 12)
     if not _fits_float(x):
         return scientific(x, 12)
-    return float(x)
+    value = float(x)
+    if not math.isfinite(value):  # pragma: no cover - _fits_float keeps this out
+        return scientific(x, 12)
+    return value
 
 
 def text_number(x: sp.Expr) -> str:
     """Six significant figures; integers below a million as they are; an expression in
     the textbook's form."""
-    if not isinstance(x, sp.Basic):
-        x = sp.sympify(x)
-    _finite(x, "value")
+    x = _finite(x, "value")
     if x.free_symbols:
         return text(x)
     if x.is_Integer and abs(x) < 10**6:
@@ -104,16 +128,19 @@ def text_number(x: sp.Expr) -> str:
 def grouped(x: sp.Expr, decimals: int = 0, sep: str = ",") -> str:
     """``x`` rounded to ``decimals`` places with thousands grouped: ``2,731`` (text) or,
     with ``sep="{,}"``, LaTeX."""
-    value = float(_finite(sp.sympify(x), "value"))
-    if not math.isfinite(value):
-        return scientific(x, 5)
+    v = _finite(x, "value")
+    if not _fits_float(v):
+        return scientific(v, 5)
+    value = float(v)
     return f"{value:,.{decimals}f}".replace(",", sep)
 
 
 def si(value: sp.Expr, unit: str, top: int = 15) -> str:
     """``value`` with a binary prefix if it is an exact Ki/Mi/Gi/Ti multiple, else decimal
     (prefixes up to 10**top)."""
-    v = sp.Rational(value)
+    v = _finite(value, unit)
+    if not v.is_Rational or not _fits_float(v):
+        return f"{text_number(v)} {unit}"
     for k, prefix in ((4, "Ti"), (3, "Gi"), (2, "Mi"), (1, "Ki")):
         scaled = v / _TWO**(10 * k)
         if scaled >= 1 and scaled.q == 1 and (v / _TEN**(3 * k)).q != 1:
