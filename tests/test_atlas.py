@@ -21,8 +21,9 @@ import pytest
 import sympy as sp
 
 import symroof as sr
-from symroof.atlas import RIDGE, Budget, Reason, Status, atlas, family
+from symroof.atlas import RIDGE, AtlasBudget, Reason, Status, atlas, family
 from symroof.atlas import solver as atlas_solver
+from symroof.budget import limits
 from symroof.cli import main
 from symroof.errors import SymroofError
 from symroof.ir import Kind
@@ -350,17 +351,17 @@ def test_training_atlas_is_bounded():
     assert quadratic and all(len(e.solutions) == 2 for e in quadratic)
     # a budget of degree 1 reports those as unsolved, with the degree, and keeps the rest
     small = atlas(tr, hardware=["h100-sxm", "mi300x"], precisions=["bf16", "fp8"],
-                  budget=Budget(max_degree=1))
+                  budget=AtlasBudget(max_degree=1))
     for e in small.unsolved:
         assert e.reason is Reason.DEGREE and e.detail == 2 and e.var == S and e.kind == "ridge"
     assert len(small.unsolved) == len(quadratic)
     assert len(small.crossings) == len(full.crossings) - len(quadratic)
     # no time left: every pair that needs solving says so
-    none = atlas(tr, budget=Budget(seconds=0))
+    none = atlas(tr, budget=AtlasBudget(seconds=0))
     assert none.unsolved and all(e.reason is Reason.TIME for e in none.unsolved)
     assert all(e.var is None for e in none.entries if e.status is not Status.UNSOLVED)
     # too many operations: refused before anything is expanded
-    tiny = atlas(tr, budget=Budget(max_ops=3))
+    tiny = atlas(tr, budget=AtlasBudget(max_ops=3))
     assert any(e.reason is Reason.SIZE for e in tiny.unsolved)
 
 
@@ -381,6 +382,22 @@ def test_a_solver_refusal_is_reported_for_that_pair_only(monkeypatch, seed_model
         ("F_attention", Reason.TIME), ("Q_kv_cache", Reason.TIME), ("I", Reason.TIME)}
     assert all(e.var == S for e in a.unsolved)
     assert {e.lhs for e in a.crossings} == {"Q_kv_cache", "I"}   # the pairs in B
+
+
+def test_a_pair_past_the_seconds_limit_is_stopped_and_reported(monkeypatch, seed_model):
+    """The guard of symroof.budget, for real: a pair whose solve would run for a minute is
+    ended at the seconds limit in its forked child and reported as unsolved (TIME)."""
+    def stuck(lhs, rhs, var):
+        time.sleep(60)
+
+    monkeypatch.setattr(atlas_solver, "crossover", stuck)
+    monkeypatch.setattr(atlas_solver, "light", lambda expr: False)   # take the guarded path
+    start = time.monotonic()
+    with limits(seconds=0.5):
+        a = atlas(_decode(seed_model), over=[S], symbolic_ridge=False)
+    assert time.monotonic() - start < 10
+    assert [(e.lhs, e.status, e.reason) for e in a.entries] == [
+        ("F_attention", Status.UNSOLVED, Reason.TIME), ("Q_kv_cache", Status.UNSOLVED, Reason.TIME)]
 
 
 def test_high_degree_is_refused_quickly():
@@ -444,12 +461,12 @@ def test_table_formats(seed_atlas):
     (lambda: atlas(_decode(sr.models.get("seed-6.4b")), hardware="h1000"), "unknown hardware"),
     (lambda: atlas(_decode(sr.models.get("seed-6.4b")), hardware="l4", precisions=["fp64"]),
      "no chip"),
-    (lambda: atlas(_decode(sr.models.get("seed-6.4b")), budget=3), "Budget"),
+    (lambda: atlas(_decode(sr.models.get("seed-6.4b")), budget=3), "AtlasBudget"),
     (lambda: atlas(_decode(sr.models.get("seed-6.4b"))).find("F", "Q", B), "no entry"),
     (lambda: family({}), "mapping"),
-    (lambda: Budget(max_degree=0), "max_degree"),
-    (lambda: Budget(max_ops=2.5), "max_ops"),
-    (lambda: Budget(seconds=float("nan")), "seconds"),
+    (lambda: AtlasBudget(max_degree=0), "max_degree"),
+    (lambda: AtlasBudget(max_ops=2.5), "max_ops"),
+    (lambda: AtlasBudget(seconds=float("nan")), "seconds"),
 ])
 def test_bad_input(call, match):
     with pytest.raises(SymroofError, match=match):
@@ -501,7 +518,7 @@ def test_cli_json_compare_and_textbook(capsys):
     (["--compare", "weights=int3"], "precision 'int3'"),
     (["--hardware", "h1000"], "unknown hardware"),
     (["--max-degree", "9"], "--max-degree"),
-    (["--seconds", "0"], "--seconds"),
+    (["--atlas-seconds", "0"], "--atlas-seconds"),
     (["--model", "seed-6.4b", "--textbook"], "numeric parameter count"),
 ])
 def test_cli_bad_input(capsys, argv, match):

@@ -6,7 +6,7 @@ chip's ridge per precision and memory level), :func:`atlas` solves ``lhs = rhs``
 variable of ``over`` with :func:`symroof.solve.crossover` (conditions come with each
 solution), says which side dominates below and above the crossing and which lever helps
 there, takes the limits, and lists pairs that never cross with the reason. Work is
-bounded: a degree and size check runs before every solve (:class:`Budget`), and a pair
+bounded: a degree and size check runs before every solve (:class:`AtlasBudget`), and a pair
 beyond it is reported as unsolved, never left running. :func:`family` sets the atlases
 of several workloads side by side (FP16 / FP8 / INT4 weights, MHA / GQA).
 
@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from symroof.atlas.build import atlas, parts
 from symroof.atlas.family import Family, FamilyRow, family
-from symroof.atlas.records import (LEVERS, RIDGE, Asymptote, Atlas, Budget, Entry, Invariant,
+from symroof.atlas.records import (LEVERS, RIDGE, Asymptote, Atlas, AtlasBudget, Entry, Invariant,
                                    Part, Reason, Ridge, Side, Status)
 
 __all__ = ["atlas", "parts", "family", "Family", "FamilyRow", "RIDGE", "LEVERS", "Status",
-           "Reason", "Budget", "Part", "Ridge", "Side", "Asymptote", "Invariant", "Entry",
+           "Reason", "AtlasBudget", "Part", "Ridge", "Side", "Asymptote", "Invariant", "Entry",
            "Atlas"]

@@ -17,7 +17,7 @@ import sympy as sp
 
 from symroof import hardware as _hardware
 from symroof.analysis import Analysis
-from symroof.atlas.records import LEVERS, RIDGE, Atlas, Budget, Entry, Part, Ridge
+from symroof.atlas.records import LEVERS, RIDGE, Atlas, AtlasBudget, Entry, Part, Ridge
 from symroof.atlas.solver import Solver, in_terms_of
 from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec
@@ -44,7 +44,7 @@ def atlas(workload: Analysis, over: Iterable[sp.Symbol] | None = None, *,
           hardware: Iterable[HardwareSpec | str] | HardwareSpec | str = (),
           precisions: Iterable[str] | None = None, levels: Iterable[str] | None = None,
           unit: str | None = None, named: Mapping[sp.Symbol, object] | None = None,
-          symbolic_ridge: bool = True, budget: Budget = Budget()) -> Atlas:
+          symbolic_ridge: bool = True, budget: AtlasBudget = AtlasBudget()) -> Atlas:
     """The crossover atlas of ``workload`` in each variable of ``over``.
 
     ``over`` defaults to the workload's size symbols (B, S, M, N, K, n present in it).
@@ -57,8 +57,8 @@ def atlas(workload: Analysis, over: Iterable[sp.Symbol] | None = None, *,
     """
     if not isinstance(workload, Analysis):
         raise SymroofError(f"atlas: expected a workload (Analysis), got {type(workload).__name__}")
-    if not isinstance(budget, Budget):
-        raise SymroofError(f"atlas budget: expected a symroof.atlas.Budget, got {budget!r}")
+    if not isinstance(budget, AtlasBudget):
+        raise SymroofError(f"atlas budget: expected a symroof.atlas.AtlasBudget, got {budget!r}")
     the_parts = parts(workload)
     free = workload.flops.free_symbols | workload.bytes.free_symbols
     variables = _variables(over, free, workload.graph.name)

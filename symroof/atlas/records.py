@@ -24,7 +24,7 @@ from symroof.rich import Rich
 from symroof.solve import Crossover
 from symroof.symbols import quantity
 
-__all__ = ["RIDGE", "LEVERS", "Status", "Reason", "Budget", "Part", "Ridge", "Side",
+__all__ = ["RIDGE", "LEVERS", "Status", "Reason", "AtlasBudget", "Part", "Ridge", "Side",
            "Asymptote", "Invariant", "Entry", "Atlas"]
 
 #: The symbolic ridge point (FLOP per byte), the ``R`` of the seeds' existence conditions.
@@ -64,14 +64,14 @@ class Reason(StrEnum):
     ONE_SIGN = "one_sign"            # the difference keeps one sign for every positive value
     NO_POSITIVE_ROOT = "no_positive_root"  # every root is negative, zero or complex
     NOT_RATIONAL = "not_rational"    # not a rational function of the variable
-    DEGREE = "degree"                # the polynomial to solve is above Budget.max_degree
-    SIZE = "size"                    # the expressions are above Budget.max_ops / max_terms
+    DEGREE = "degree"                # the polynomial to solve is above AtlasBudget.max_degree
+    SIZE = "size"                    # the expressions are above AtlasBudget.max_ops / max_terms
     NO_CLOSED_FORM = "no_closed_form"  # the solver found no closed form
-    TIME = "time"                    # Budget.seconds was spent before this pair
+    TIME = "time"                    # AtlasBudget.seconds was spent before this pair
 
 
 @dataclass(frozen=True)
-class Budget:
+class AtlasBudget:
     """Limits on the work per pair; a pair beyond them is reported as unsolved."""
 
     max_degree: int = 2        # closed-form roots up to this degree (above 2: numeric only)
@@ -83,9 +83,9 @@ class Budget:
         for name in ("max_degree", "max_ops", "max_terms"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
-                raise SymroofError(f"Budget {name}: expected a positive integer, got {value!r}")
+                raise SymroofError(f"AtlasBudget {name}: expected a positive integer, got {value!r}")
         if not isinstance(self.seconds, (int, float)) or not 0 <= self.seconds <= 3600:
-            raise SymroofError(f"Budget seconds: expected 0 to 3600, got {self.seconds!r}")
+            raise SymroofError(f"AtlasBudget seconds: expected 0 to 3600, got {self.seconds!r}")
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ class Atlas(Rich):
     entries: tuple[Entry, ...]
     limits: tuple[Asymptote, ...]
     named: Mapping[sp.Symbol, sp.Expr] = field(hash=False)
-    budget: Budget = field(default_factory=lambda: Budget())
+    budget: AtlasBudget = field(default_factory=lambda: AtlasBudget())
 
     def _having(self, status: Status) -> tuple[Entry, ...]:
         return tuple(e for e in self.entries if e.status is status)

@@ -2,7 +2,10 @@
 
 Every solve is bounded before SymPy expands anything: the operation count of each side,
 an upper bound on the degree read off the expression tree, then the cancelled
-numerator's terms and degree (:class:`~symroof.atlas.records.Budget`). Which side
+numerator's terms and degree (:class:`~symroof.atlas.records.AtlasBudget`). A pair whose
+sides are not light runs under :func:`symroof.budget.guarded` (one forked child for the
+whole pair, within symroof's seconds and memory limits); a refusal marks that pair
+unsolved with the limit it met. Which side
 dominates comes from leading terms, or across a simple crossing, or, where the other
 symbols decide, from seeded sample points (the same answer on every run).
 
@@ -23,8 +26,9 @@ from dataclasses import replace
 
 import sympy as sp
 
-from symroof.atlas.records import (LEVERS, Asymptote, Budget, Entry, Invariant, Reason, Ridge,
+from symroof.atlas.records import (LEVERS, Asymptote, AtlasBudget, Entry, Invariant, Reason, Ridge,
                                    Side, Status)
+from symroof.budget import guarded, light
 from symroof.errors import SymroofError
 from symroof.solve import Crossover, crossover, leading_term, limit
 
@@ -69,7 +73,7 @@ _LIMITS = {"seconds": Reason.TIME, "memory_mib": Reason.SIZE, "ops": Reason.SIZE
 class Solver:
     """Solves pairs under one budget and one deadline."""
 
-    def __init__(self, budget: Budget, named: Mapping[sp.Symbol, sp.Expr],
+    def __init__(self, budget: AtlasBudget, named: Mapping[sp.Symbol, sp.Expr],
                  variables: tuple[sp.Symbol, ...], deadline: float) -> None:
         self.budget, self.named, self.variables, self.deadline = budget, named, variables, deadline
         self._seen: dict[tuple[object, ...], Entry] = {}
@@ -101,8 +105,10 @@ class Solver:
         often the same number)."""
         key = (left, right, v, named)
         if key not in self._seen:
-            try:
-                self._seen[key] = self._solve(base, left, right, v, named)
+            try:  # one guard per pair: the solver calls inside run in its child, unforked
+                self._seen[key] = guarded(
+                    f"atlas pair {base['lhs']} = {base['rhs']} in {v}", self._solve, base, left,
+                    right, v, named, unguarded=light(left) and light(right))
             except SymroofError as exc:  # a solver step past symroof's limits: this pair only
                 reason = _LIMITS.get(getattr(exc, "limit", ""), Reason.NO_CLOSED_FORM)
                 self._seen[key] = Entry(**base, var=v, status=Status.UNSOLVED, reason=reason)
@@ -158,8 +164,8 @@ class Solver:
                 sp.count_ops(expr) > self.budget.max_ops:
             return []
         key = ("limits", expr, v)
-        if key not in self._limits:
-            self._limits[key] = [limit(expr, v, to) for to in (sp.Integer(0), sp.oo)]
+        if key not in self._limits:  # canonical: display() shapes it when it is printed
+            self._limits[key] = [sp.cancel(limit(expr, v, to)) for to in (sp.Integer(0), sp.oo)]
         return [Asymptote(of, v, to, value)
                 for to, value in zip((sp.Integer(0), sp.oo), self._limits[key])]
 

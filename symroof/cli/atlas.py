@@ -16,7 +16,7 @@ import sympy as sp
 
 from symroof import symbols as s
 from symroof.analysis import Analysis
-from symroof.atlas import Budget, atlas, family
+from symroof.atlas import AtlasBudget, atlas, family
 from symroof.cli.common import (Command, Output, add_workload_options, build_workload,
                                 parse_sets)
 from symroof.errors import SymroofError
@@ -55,11 +55,11 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compare", default=None, metavar="KIND=P1,P2",
                    help="side by side at several formats: weights=bf16,fp8,int4 "
                         "(kinds: weights, kv_cache, activations)")
-    p.add_argument("--max-degree", type=int, default=Budget.max_degree,
-                   help=f"highest polynomial degree solved (default {Budget.max_degree})")
-    p.add_argument("--seconds", type=float, default=Budget.seconds,
+    p.add_argument("--max-degree", type=int, default=AtlasBudget.max_degree,
+                   help=f"highest polynomial degree solved (default {AtlasBudget.max_degree})")
+    p.add_argument("--atlas-seconds", type=float, default=AtlasBudget.seconds,
                    help=f"time for the whole atlas; pairs not reached by then are listed "
-                        f"as unsolved (default {Budget.seconds:g})")
+                        f"as unsolved (default {AtlasBudget.seconds:g})")
 
 
 def _model(args: argparse.Namespace) -> TransformerModel:
@@ -105,12 +105,12 @@ def _textbook(model: TransformerModel | None) -> dict[sp.Symbol, sp.Expr]:
     return {s.P: model.params}
 
 
-def _budget(args: argparse.Namespace) -> Budget:
+def _budget(args: argparse.Namespace) -> AtlasBudget:
     if args.max_degree < 1 or args.max_degree > 4:
         raise SymroofError(f"--max-degree: expected 1 to 4, got {args.max_degree}")
-    if not 0 < args.seconds <= 600:
-        raise SymroofError(f"--seconds: expected a time above 0 and at most 600, got {args.seconds}")
-    return Budget(max_degree=args.max_degree, seconds=args.seconds)
+    if not 0 < args.atlas_seconds <= 600:
+        raise SymroofError(f"--atlas-seconds: expected a time above 0 and at most 600, got {args.atlas_seconds}")
+    return AtlasBudget(max_degree=args.max_degree, seconds=args.atlas_seconds)
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:
