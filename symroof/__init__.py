@@ -17,8 +17,8 @@ from symroof.evaluate import Roofline, evaluate, roofline, sweep
 from symroof.footprint import Footprint, capacity, memory
 from symroof.ir import (Elementwise, Gather, Gemm, Graph, Kind, Move, OpGroup, Reduce, Role,
                         Tensor, View)
-from symroof.options import (Causal, DecodeTraffic, FlopCount, Logits, Lowering, OpsCounted,
-                             Unfused)
+from symroof.options import (Causal, DecodeTraffic, ExpertReads, FlopCount, LatentDecode, Logits,
+                             Lowering, OpsCounted, QkNorm, Unfused, WindowKernel, WindowSpan)
 from symroof.present.formula import latex, text
 from symroof.version import __version__
 from symroof.solve import (Crossover, Curve, Regime, crossover, crossover_curve, leading_term,
@@ -33,6 +33,7 @@ __all__ = [
     "View", "limit", "leading_term", "crossover", "Crossover", "crossover_curve", "Curve",
     "regimes", "Regime", "sensitivity", "theta", "display", "latex", "text",
     "hardware", "models", "passes", "symbols", "workloads", "__version__",
-    "Causal", "DecodeTraffic", "Logits", "Lowering", "OpsCounted", "Unfused",
+    "Causal", "DecodeTraffic", "Logits", "Lowering", "OpsCounted", "Unfused", "WindowKernel",
+    "WindowSpan", "LatentDecode", "ExpertReads", "QkNorm",
     "atlas", "Atlas", "family", "Family",
 ]
