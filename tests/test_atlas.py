@@ -505,9 +505,21 @@ def test_cli_json_compare_and_textbook(capsys):
     assert code == 0 and "S = 6*D (S = P/(2*L*D))" in out
     code, out, _ = _cli(capsys, "atlas", "decode", "--model", "seed-6.4b", "--compare",
                         "weights=bf16,int4", "--hardware", "h100-sxm", "--over", "S")
-    assert code == 0 and out.splitlines()[0] == "family: bf16, int4"
+    assert code == 0 and out.splitlines()[0] == "family: bf16, int4 (at b=2)"
     row = next(x for x in out.splitlines() if x.startswith("Q_kv_cache = Q_weight"))
     assert "49152/(B*b)" in row and "12288/(B*b)" in row
+
+
+def test_cli_compare_shows_how_the_ridge_batch_moves(capsys):
+    """Seed 001's INT4 point as one command: at S = 64 on an H100, decode turns
+    compute-bound at B = 1,265 with bf16 weights and at B = 316 with INT4 (4x fewer)."""
+    code, out, _ = _cli(capsys, "atlas", "decode", "--model", "seed-6.4b", "--compare",
+                        "weights=bf16,fp8,int4", "--hardware", "h100-sxm", "--over", "B",
+                        "--set", "S=64")
+    row = next(x for x in out.splitlines() if x.startswith(f"I = {H100}"))
+    assert code == 0 and out.splitlines()[0] == "family: bf16, fp8, int4 (at S=64 b=2)"
+    cells = [c for c in row.split("  ") if c.strip()][2:]       # after the pair and "B"
+    assert [c.split(" = ")[-1] for c in cells] == ["1264.96", "632.478", "316.239"]
 
 
 @pytest.mark.parametrize("argv, match", [

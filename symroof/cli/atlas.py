@@ -139,9 +139,9 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         members = {f: _build(args, model.with_precision(**{kind: f})) for f in formats}
         fam = family(members, **options)
         if args.json:
-            out(dumps(family_doc(fam)))
+            out(dumps(family_doc(fam, values)))
         else:
-            for line in family_lines(fam):
+            for line in family_lines(fam, values):
                 out(line)
         return 0
     result = atlas(wl, **options)

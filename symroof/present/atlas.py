@@ -272,42 +272,54 @@ def atlas_doc(a: Atlas, values: Mapping[sp.Symbol, sp.Expr] | None = None) -> di
 # -- families ----------------------------------------------------------------------------
 
 
-def _cell(e: Entry | None, fmt: str) -> str:
+def _cell(e: Entry | None, fmt: str, values: Mapping[sp.Symbol, sp.Expr]) -> str:
+    """A member's solutions, each with its number at ``values`` where it has one."""
     if e is None:
         return "-"
     if e.status is not Status.CROSSES:
         return f"{e.status.value} ({e.reason.value if e.reason else '?'})"
-    return "; ".join(_math(_f(c.value, fmt), fmt) for c in e.solutions)
+    cells = []
+    for c in e.solutions:
+        cell = _math(_f(c.value, fmt), fmt)
+        number = value_at(c, values) if values else None
+        if number is not None and not number.free_symbols and not c.value.is_number:
+            cell += f" = {_name(text_number(number), fmt)}"
+        cells.append(cell)
+    return "; ".join(cells)
 
 
-def family_table(fam: Family, fmt: str = "text") -> list[tuple[str, ...]]:
+def family_table(fam: Family, fmt: str = "text",
+                 values: Mapping[sp.Symbol, sp.Expr] | None = None) -> list[tuple[str, ...]]:
     """Rows of the family table: pair, variable, the general formula (if any), a cell per
-    member."""
+    member (with its number at ``values``)."""
+    point = dict(values or {})
     rows = []
     for r in fam.rows:
         var = "any" if r.var is None else str(r.var)
-        general = [] if fam.general is None else [_cell(r.general, fmt)]
+        general = [] if fam.general is None else [_cell(r.general, fmt, {})]
         rows.append((_name(f"{r.lhs} = {r.rhs}", fmt), var, *general,
-                     *(_cell(e, fmt) for e in r.entries)))
+                     *(_cell(e, fmt, point) for e in r.entries)))
     return rows
 
 
-def family_lines(fam: Family) -> Iterable[str]:
+def family_lines(fam: Family, values: Mapping[sp.Symbol, sp.Expr] | None = None) -> Iterable[str]:
     """``symroof atlas --compare``: one aligned row per pair and variable."""
     head: Sequence[str] = ("crossover", "in", *(["general"] if fam.general else []),
                            *fam.names)
-    rows = [tuple(head), *family_table(fam)]
+    rows = [tuple(head), *family_table(fam, "text", values)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    yield "family: " + ", ".join(fam.names)
+    at = f" (at {_point(values)})" if values else ""
+    yield "family: " + ", ".join(fam.names) + at
     yield ""
     for r in rows:
         yield "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
 
 
-def family_doc(fam: Family) -> dict[str, Any]:
-    """``symroof atlas --compare --json``: each member's atlas and the rows."""
+def family_doc(fam: Family, values: Mapping[sp.Symbol, sp.Expr] | None = None) -> dict[str, Any]:
+    """``symroof atlas --compare --json``: each member's atlas (with its values at
+    ``values``) and the rows."""
     return {"members": list(fam.names),
-            "atlases": {n: atlas_doc(a) for n, a in zip(fam.names, fam.atlases)},
+            "atlases": {n: atlas_doc(a, values) for n, a in zip(fam.names, fam.atlases)},
             "general": None if fam.general is None else atlas_doc(fam.general),
             "rows": [{"lhs": r.lhs, "rhs": r.rhs, "var": None if r.var is None else str(r.var),
                       "general": None if r.general is None else _entry_doc(r.general, {}),
