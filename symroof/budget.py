@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import math
 import os
 import pickle
@@ -42,6 +43,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 
+import mpmath
 import sympy as sp
 
 from symroof.errors import SymroofError, suggest
@@ -354,19 +356,20 @@ def check_number(expr: sp.Basic, what: str) -> sp.Basic:
 
 
 def _log10(value: sp.Expr) -> float | None:
-    """log10 |value| of a number, from bit lengths for rationals; None when unknown."""
+    """log10 |value| of a number (exact integers of any size); None when unknown."""
     if value.is_Rational:
         if value == 0:
             return -math.inf
-        return (abs(int(value.p)).bit_length() - int(value.q).bit_length()) * _LOG10_2
+        return math.log10(abs(int(value.p))) - math.log10(int(value.q))
     try:
         approx = sp.Abs(value).evalf(15, maxn=50)
     except (ValueError, TypeError, ArithmeticError):
         return None
-    if not approx.is_Float or approx == 0:
-        return None if not approx.is_Float else -math.inf
-    mant, exp = approx._mpf_[1], approx._mpf_[2]
-    return (int(mant).bit_length() + int(exp)) * _LOG10_2
+    if not approx.is_Float:
+        return None
+    if approx == 0:
+        return -math.inf
+    return float(mpmath.log10(mpmath.mpf(approx._mpf_)))
 
 
 def _power_growth(expr: sp.Basic) -> float:
@@ -386,9 +389,11 @@ def _power_growth(expr: sp.Basic) -> float:
     return best
 
 
-def substitute(expr: sp.Expr, values: Mapping[sp.Basic, sp.Basic], what: str) -> sp.Expr:
+def substitute(expr: sp.Expr, values: Mapping[sp.Basic, sp.Basic],
+               what: str | Callable[[], str]) -> sp.Expr:
     """``expr.xreplace(values)``, refused before it would build a number of more digits
-    than the limit (``2**B`` at ``B = 2**1000`` is never computed).
+    than the limit (``2**B`` at ``B = 2**1000`` is never computed). ``what`` (or a
+    function that makes it, called only for an error) names the expression.
 
     >>> from symroof.symbols import B, S
     >>> substitute(2**B * S, {B: 10, S: 3}, "F")
@@ -400,10 +405,35 @@ def substitute(expr: sp.Expr, values: Mapping[sp.Basic, sp.Basic], what: str) ->
     """
     limit = current().digits
     values = {k: sp.Integer(v) if isinstance(v, int) else v for k, v in values.items()}
+    try:
+        return _substitute(expr, values, limit)
+    except _TooBig as big:
+        name = what if isinstance(what, str) else what()
+        raise BudgetError(f"{name}: {big.args[0]}{_hint('digits')}", "digits") from None
+
+
+class _TooBig(Exception):
+    """A number past the digits limit (the caller names the expression)."""
+
+
+def _check_digits(expr: sp.Basic, limit: int) -> sp.Basic:
+    for r in expr.atoms(sp.Rational):
+        if _digits(r) > limit:
+            raise _TooBig(f"a number of about {_digits(r):,} digits, more than the limit of "
+                          f"{limit:,}")
+    return expr
+
+
+@functools.lru_cache(maxsize=4096)
+def _growth(expr: sp.Basic) -> float:
+    return _power_growth(expr)
+
+
+def _substitute(expr: sp.Expr, values: dict[sp.Basic, sp.Basic], limit: int) -> sp.Expr:
     for v in values.values():
-        check_number(v, what)
-    if _power_growth(expr) <= MAX_EXPONENT:
-        return check_number(expr.xreplace(dict(values)), what)
+        _check_digits(v, limit)
+    if _growth(expr) <= MAX_EXPONENT:
+        return _check_digits(expr.xreplace(values), limit)
 
     def build(e: sp.Basic) -> sp.Basic:
         if not e.args:
@@ -422,14 +452,14 @@ def substitute(expr: sp.Expr, values: Mapping[sp.Basic, sp.Basic], what: str) ->
                 if size > limit:
                     shown = f"{base}**{exponent}" if isinstance(e, sp.Pow) else f"exp({exponent})"
                     about = f"about {size:,.0f}" if math.isfinite(size) else "more than 10**9"
-                    raise BudgetError(f"{what}: {shown[:60]} would have {about} digits, more "
-                                      f"than the limit of {limit:,}{_hint('digits')}", "digits")
+                    raise _TooBig(f"{shown[:60]} would have {about} digits, more than the "
+                                  f"limit of {limit:,}")
         return e.func(*args) if any(x is not y for x, y in zip(args, e.args)) else e
 
     try:
-        return check_number(build(expr), what)
+        return _check_digits(build(expr), limit)
     except RecursionError:
-        raise BudgetError(f"{what}: expression is nested too deeply", "ops") from None
+        raise _TooBig("the expression is nested too deeply to substitute into") from None
 
 
 # -- the wall-clock and memory guard -----------------------------------------------------

@@ -57,7 +57,7 @@ def symbol_map(expr: sp.Expr, subs: Mapping[object, object] | None, *,
             raise SymroofError(f"subs: {key.name} {_assumed(key)} is not the {key.name} of "
                                f"the expression, which is {_assumed(twin)} (make symbols "
                                "with symroof.symbols)")
-        out[key] = _fits(key, as_expr(value, f"value of {key}"), integers)
+        out[key] = _fits(key, as_expr(value, f"value of {key.name}"), integers)
     return out
 
 
@@ -85,8 +85,12 @@ def evaluate(expr: object, subs: Mapping[object, object] | None = None) -> sp.Ex
     """``expr`` with ``subs`` substituted, exactly (Rational in, Rational out); a number
     past the digits limit (:mod:`symroof.budget`) is refused before it is computed."""
     e = as_expr(expr, "expression")
-    values = symbol_map(e, subs)
-    out = substitute(e, values, f"value of {_short(e)}")
+    return _at(e, symbol_map(e, subs))
+
+
+def _at(e: sp.Expr, values: Mapping[sp.Symbol, sp.Expr]) -> sp.Expr:
+    """``e`` at checked ``values``: within the digits limit, and defined."""
+    out = substitute(e, values, lambda: f"value of {_short(e)}")
     if out.has(sp.zoo, sp.nan) or (out.has(sp.oo, -sp.oo) and not e.has(sp.oo, -sp.oo)):
         at = ", ".join(f"{k}={v}" for k, v in values.items())
         raise SymroofError(f"{_short(e)} is undefined at {at} (a division by zero)")
@@ -233,10 +237,10 @@ def _sizes(workload: Analysis) -> list[tuple[sp.Expr, str]]:
             if d.is_Symbol or d.is_number:
                 continue
             where = f"tensor {t.name!r} dimension {i} ({d})"
-            found.setdefault(d, where)
-            for f in _factors(d):
+            for f in _factors(d):  # each factor first: the message names the culprit
                 if not (f.is_Symbol or f.is_number or f == d):
                     found.setdefault(f, where)
+            found.setdefault(d, where)
     return list(found.items())
 
 
@@ -294,11 +298,11 @@ def roofline(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf
     ops_per_mac = workload.convention.flop_count.ops_per_mac
     peak = spec.peak(precision, unit=unit, ops_per_mac=ops_per_mac)
     bw = spec.bandwidth(level)
-    f = evaluate(workload.flops, values)
-    q = evaluate(workload.bytes, values)
+    f = _at(workload.flops, values)
+    q = _at(workload.bytes, values)
     if q == 0:
         raise SymroofError(f"roofline: workload {workload.graph.name!r} moves no counted bytes")
-    tokens = None if workload.tokens is None else evaluate(workload.tokens, values)
+    tokens = None if workload.tokens is None else _at(workload.tokens, values)
     return Roofline(spec.name, precision, level or spec.main_memory, f, q, sp.cancel(f / q),
                     peak, bw, peak / bw, tokens)
 
@@ -324,5 +328,5 @@ def points(workload: Analysis, rows: Iterable[Mapping[sp.Symbol, sp.Expr]], *,
         values = {k: values[k] for k in row}  # the row as given (b from precision only if given)
         r = None if spec is None else roofline(workload, spec, precision=precision,
                                                  subs=values, unit=unit, level=level)
-        yield Point(dict(values), evaluate(workload.flops, values),
-                    evaluate(workload.bytes, values), evaluate(workload.intensity, values), r)
+        yield Point(dict(values), _at(workload.flops, values), _at(workload.bytes, values),
+                    _at(workload.intensity, values), r)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
+import sys
 from fractions import Fraction
 
 import pytest
@@ -289,3 +293,50 @@ def test_hardware_show_unknown_suggests(capsys):
     line = run_error(capsys, "hardware", "show", "h100")
     assert "did you mean" in line and "'h100-sxm'" in line
     assert "expected a chip name" in run_error(capsys, "hardware", "show")
+
+
+# ---------------------------------------------------------------------------
+# output errors, in a real process: a closed pipe ends quietly, a full disk is one line
+
+
+REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
+MANY_ROWS = ["derive", "gemm", "--set", "M=" + ",".join(map(str, range(1, 101))),
+             "--set", "N=" + ",".join(map(str, range(1, 41))), "--set", "K=2", "--set", "b=2"]
+
+
+def _shell(line: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=120,
+                          env=env, cwd=REPO)
+
+
+def _cmd(argv: list[str]) -> str:
+    return " ".join(shlex.quote(a) for a in [sys.executable, "-m", "symroof", *argv])
+
+
+def test_head_closing_the_pipe_ends_quietly():
+    # 4,000 rows (about 400 kB) into `head -1`: the pipe closes while symroof writes
+    done = _shell(f"{_cmd(MANY_ROWS)} | head -1; echo \"status=${{PIPESTATUS[0]}}\" >&2")
+    assert done.stdout == "gemm  (FLOPs: two_per_mac, all ops; traffic: all tensors)\n"
+    assert done.stderr.strip() in ("status=0", "status=141"), done.stderr
+
+
+@pytest.mark.parametrize("argv", [["hardware", "list"], [*MANY_ROWS, "--json"]])
+def test_reader_gone_before_the_first_line_ends_quietly(argv):
+    proc = subprocess.Popen([sys.executable, "-m", "symroof", *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc.stdout.close()                      # nobody will read a byte
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) in (0, 141) and err == "", err
+
+
+@pytest.mark.parametrize("argv", [["hardware", "list"], ["hardware", "show", "h100-sxm", "--json"],
+                                  MANY_ROWS])
+def test_full_disk_is_one_line_and_status_1(argv):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    done = _shell(f"{_cmd(argv)} > /dev/full")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == "symroof: error: cannot write output (No space left on device)\n"
