@@ -116,6 +116,9 @@ def sweep(expr: object, grid: Mapping[object, object], *, subs: Mapping[object, 
     """
     import numpy as np  # only sweeps need numpy; importing it at start-up costs every command
 
+    if not isinstance(grid, Mapping):
+        raise SymroofError(f"sweep grid: expected a mapping of symbols to arrays, got "
+                           f"{type(grid).__name__}")
     e = evaluate(expr, subs)
     check_expr(e, "sweep", ())  # the size limit: lambdify compiles the whole expression
     by_name = {x.name: x for x in e.free_symbols}

@@ -1,10 +1,14 @@
-"""Seeded fuzzing of every entry point that reads user input (issue 6).
+"""Seeded fuzzing of every entry point that reads user input (issues 6 and 17).
 
 Thousands of randomly corrupted hardware TOML files, Hugging Face ``config.json``
-files and CLI argument lists go through the loaders and ``symroof.cli.main``; the only
-thing allowed to come out is a :class:`~symroof.errors.SymroofError` (for the CLI: exit
-0, or exit 2 with exactly one ``symroof: error:`` line on stderr), quickly, and without
-writing a file anywhere but the test's own tmp folder.
+files, claim files and CLI argument lists go through the loaders and
+``symroof.cli.main``; the only thing allowed to come out is a clean result or a
+:class:`~symroof.errors.SymroofError` (for the CLI: exit 0, or exit 2 with exactly one
+``symroof: error:`` line on stderr), within the budget (the guard's seconds limit is
+lowered to ``GUARD_S`` for the run), with no non-finite number in any output (no
+``nan``, ``inf``, ``zoo``, ``Infinity``/``NaN`` in JSON, no imaginary unit), and
+without writing a file anywhere but the test's own tmp folder. Each test prints its
+outcomes per class of input (``pytest -s``).
 
 Every random choice comes from ``random.Random(SEED)``, so a failure reproduces exactly;
 each failure message carries the variant's number and the input that broke it.
@@ -16,6 +20,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import math
 import os
 import random
 import re
@@ -26,6 +31,7 @@ from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import sympy as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -33,6 +39,7 @@ from hypothesis import strategies as st
 from symroof.present.records import to_dict, to_text
 import symroof
 from symroof import hardware, models
+from symroof.budget import limits
 from symroof.cli import main
 from symroof.errors import SymroofError
 from symroof.parse import parse_expr
@@ -44,6 +51,12 @@ N_JSON = int(1500 * SCALE)
 N_CLI = int(1000 * SCALE)
 CALL_BUDGET_S = 5.0      # a single load or CLI call slower than this is a failure
 HARD_LIMIT_S = 20        # ... and one this slow is interrupted (SIGALRM)
+GUARD_S = 2.0            # the solvers' wall-clock limit during the run (default 10 s)
+N_BUDGET = int(300 * SCALE)
+N_CLAIMS = int(300 * SCALE)
+
+RUN_LIMIT_S = 110 * max(SCALE, 1)   # the whole seeded run, every test together (CI: < 2 min)
+_RUN = {"seconds": 0.0}
 
 REPO = Path(__file__).resolve().parent.parent
 HW_DIR = Path(hardware.__file__).resolve().parent
@@ -52,6 +65,15 @@ TOML_FILES = sorted(HW_DIR.glob("*.toml"))
 
 # ---------------------------------------------------------------------------
 # harness: time budget, write audit, failure collection
+
+
+@pytest.fixture(autouse=True)
+def _whole_run_is_bounded():
+    """The fuzz run is bounded as a whole: its tests together stay under RUN_LIMIT_S."""
+    t0 = time.perf_counter()
+    yield
+    _RUN["seconds"] += time.perf_counter() - t0
+    assert _RUN["seconds"] < RUN_LIMIT_S, f"the fuzz run took {_RUN['seconds']:.0f} s"
 
 
 class _TooSlow(BaseException):
@@ -183,6 +205,23 @@ def _kind(exc: BaseException) -> str:
     return f"{type(exc).__name__}@{where or '?'}"
 
 
+_NON_FINITE = re.compile(r"(?<![\w.])(nan|inf|-inf|Infinity|NaN|zoo)(?![\w(])|sqrt\(-1\)"
+                         r"|\\mathrm\{i\}")
+
+
+def _non_finite(text: str) -> str | None:
+    """The first non-finite or complex token in printed output, or None."""
+    m = _NON_FINITE.search(text)
+    return None if m is None else m.group(0)
+
+
+def _strict_json(text: str) -> object:
+    """JSON that ``json.dumps(..., allow_nan=False)`` could have written."""
+    def refuse(constant: str) -> object:
+        raise ValueError(f"non-finite JSON constant {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
 # ---------------------------------------------------------------------------
 # (a) hardware TOML
 
@@ -273,8 +312,15 @@ def _diff(name: str, old: str, new: str) -> str:
 def _exercise_spec(spec: hardware.HardwareSpec) -> None:
     """What a user does with a loaded spec: none of it may fail with anything else."""
     repr(spec)
-    to_text(spec)
-    json.dumps(to_dict(spec))
+    shown = to_text(spec)
+    for free in (spec.notes, spec.display_name, spec.name, *(p.source for p in spec.peaks),
+                 *(m.source for m in spec.levels), *(m.name for m in spec.levels),
+                 *(x.source for x in spec.interconnects.values()), *spec.interconnects):
+        shown = shown.replace(free, "") if free else shown   # the file's own words
+    bad = _non_finite(shown)
+    if bad:
+        raise AssertionError(f"non-finite {bad!r} in the spec's text")
+    json.dumps(to_dict(spec), allow_nan=False)
     for p in spec.precisions():
         spec.ridge(p)
     for lvl in spec.levels:
@@ -424,7 +470,9 @@ def _mutate_config(base: dict, rng: random.Random) -> bytes:
 
 
 def _exercise_model(m: models.TransformerModel) -> None:
-    to_text(m)
+    bad = _non_finite(to_text(m).replace(m.name, ""))
+    if bad:
+        raise AssertionError(f"non-finite {bad!r} in the model's text")
     m.params
     m.kv_bytes_per_token
 
@@ -493,11 +541,18 @@ _SET_VALUES = [
     "b=exp(-100)", "M=1k", "M=1Ki", "M=8kk", "M=8K", "M=2*M", "M=Abs(-3)", "M=ceil(2.5)",
     "M=1e3", "M=1e-3", "M=0x10", "M=0b1", "M=1_000", "M=True", "M=None", "M=...",
     "W=3", "S_f=3", "R=3", "C=3", "F=3", "Q=3", "\u00e9=1",
+    # issue 17: towers, powers, huge products, values that empty a workload
+    "b=exp(exp(exp(64)))", "b=exp(exp(64))", "b=exp(64)", "S=(B+D+L+H+1)**64",
+    "S=(B+D)**16", "M=1e300", "N=1e300", "K=1e300", "B=2**64", "S=B**2", "H=1", "R=5",
+    "W=1", "S_f=9", "n=8", "M=" + ",".join(map(str, range(1, 120))),
+    "N=" + ",".join(map(str, range(1, 120))), "b=1/1000", "D=2**60",
 ]
 _EXPRS = ["F", "Q", "I", "F_weights", "F_attention", "Q_weight", "Q_kv_cache",
           "Q_activation", "F/Q", "I**2", "F - Q", "2*F", "sqrt(Q)", "exp(F)", "log(Q)",
           "Max(F, Q)", "floor(F)", "0", "1", "-F", "F**64", "F**65", "S", "B", "x", "F(",
-          "__import__('os')", "F.real", "F; Q", "", " ", "F_attention*S**3 - Q**2"]
+          "__import__('os')", "F.real", "F; Q", "", " ", "F_attention*S**3 - Q**2",
+          "I**64", "(F+Q)**64", "F**4", "Q**2+F", "F**3", "Q**2", "(F+1)**64", "I**16",
+          "(F+Q)**3", "exp(exp(F))", "S**2 + 1", "1/(S - 3)", "sqrt(F)", "log(I)"]
 _VARS = ["B", "S", "D", "L", "H", "M", "N", "K", "b", "n", "x", "F", "I", "", "oo"]
 _FLAGS = {   # flag -> candidate values (None: a switch)
     "--set": _SET_VALUES, "--precision": _PRECISIONS,
@@ -509,6 +564,10 @@ _FLAGS = {   # flag -> candidate values (None: a switch)
     "--level": ["hbm", "l2", "dram", "sram", "vmem", "xyz", ""], "--var": _VARS,
     "--of": _EXPRS, "--to": ["oo", "0", "1", "-oo"], "--lhs": _EXPRS, "--rhs": _EXPRS,
     "-h": None, "--help": None,
+    "--budget": ["rows=3", "rows=1e6", "degree=2", "degree=64", "ops=5", "digits=30",
+                 "seconds=0.5", "seconds=off", "memory_mib=512", "rows=0", "rowz=3",
+                 "seconds=1e400", "file_bytes=10", "digits=99999"],
+    "--format": ["text", "latex", "markdown", "pdf"],
 }
 _FLAGS_OK = {   # plausible values, so that many lists get past the first check
     "--set": _SET_VALUES[:20], "--precision": _PRECISIONS[:8],
@@ -595,6 +654,22 @@ def _config_files(folder: Path) -> list[str]:
     return paths
 
 
+def _check_output(fails: Failures, i: int, code: int, out: str, argv: list[str]) -> None:
+    """A successful run's output: valid, finite JSON or finite text (a limit may be oo)."""
+    if code != 0 or not out:
+        return
+    if "--json" in argv and "-h" not in argv and "--help" not in argv:
+        try:
+            _strict_json(out)
+        except ValueError as err:
+            fails.add(i, "invalid or non-finite JSON", str(err), argv)
+            return
+    shown = re.sub(r"(->|= |=)-?oo\b", "", out)   # lim B->oo ... = oo: a true answer
+    bad = _non_finite(shown)
+    if bad:
+        fails.add(i, f"non-finite {bad!r} in the output", out[:300], argv)
+
+
 def test_fuzz_cli(tmp_path, monkeypatch, capsys):
     rng = random.Random(SEED + 2)
     configs = _config_files(tmp_path / "configs")
@@ -607,7 +682,7 @@ def test_fuzz_cli(tmp_path, monkeypatch, capsys):
     start = time.time()
     fails = Failures("CLI")
     codes, by_command = Counter(), Counter()
-    with _no_writes_outside(tmp_path):
+    with _no_writes_outside(tmp_path), limits(seconds=GUARD_S):
         for i in range(N_CLI):
             argv = _cli_args(rng, configs)
             code, exc, dt = _call(main, list(argv))
@@ -629,6 +704,8 @@ def test_fuzz_cli(tmp_path, monkeypatch, capsys):
                 fails.add(i, "exit 0 with stderr output", err[:300], argv)
             elif dt > CALL_BUDGET_S:
                 fails.add(i, "slow", f"{dt:.1f} s", argv)
+            else:
+                _check_output(fails, i, code, out, argv)
     print(f"CLI exit codes: {dict(codes)}; by command: {dict(by_command)}")
     after = _snapshot(*[w for w in watched if w.exists()])
     changed = _new_files(before, after, start)
@@ -641,6 +718,212 @@ def test_fuzz_cli(tmp_path, monkeypatch, capsys):
     # the generator must reach deep into the commands: plenty of successes and errors
     assert codes[0] > N_CLI // 10, codes
     assert codes[2] > N_CLI // 4, codes
+    fails.check()
+
+
+# ---------------------------------------------------------------------------
+# (d) the budget (issue 17): inputs that ask for a lot, each class counted
+
+
+_QUANTITIES = ["F", "Q", "I", "F_weights", "F_attention", "Q_weight", "Q_kv_cache", "B", "S",
+               "D", "(F+Q)", "(F+1)", "(I+B)", "(Q_kv_cache+Q_weight)"]
+
+
+def _values(rng: random.Random, low: int, high: int, count: int) -> str:
+    return ",".join(str(rng.randint(low, high)) for _ in range(count))
+
+
+#: Inputs among the "ignored" class that use every option they give (exit 0 expected).
+_VALID_NEIGHBOURS = [["derive", "gemm", "--set", "M=2"],
+                     ["derive", "elementwise", "--flops-per-element", "3", "--set", "n=4"]]
+
+
+def _budget_args(rng: random.Random) -> tuple[str, list[str]]:
+    """(class of input, argv) for an input that may ask for more than the budget."""
+    kind = rng.choice(["rows", "degree", "crossover", "tower", "domain", "magnitude",
+                       "ignored", "budget"])
+    if kind == "rows":
+        names = rng.sample(["M", "N", "K", "b"], rng.randint(1, 4))
+        sets = [f"{x}={_values(rng, 1, 64, rng.choice([1, 2, 5, 30, 120, 400]))}" for x in names]
+        argv = ["derive", "gemm", *(a for v in sets for a in ("--set", v)), "--json",
+                "--budget", "rows=500"]   # a lower limit: the run stays quick
+    elif kind in ("degree", "crossover"):
+        power = rng.choice([1, 2, 3, 4, 8, 16, 17, 32, 64, 199])
+        expr = f"{rng.choice(_QUANTITIES)}**{power}"
+        if rng.random() < 0.3:
+            expr = "*".join(f"(S+{i})" for i in range(1, rng.randint(2, 40)))
+        var = rng.choice(["B", "S", "D"])
+        fixed = [a for x in rng.sample(["D=4096", "L=32", "b=2", "B=8", "S=1024"],
+                                       rng.randint(0, 4))
+                 if not x.startswith(var + "=") for a in ("--set", x)]
+        if kind == "degree":
+            argv = ["solve", "limit", "decode", "--var", var, "--of", expr, *fixed]
+        else:
+            argv = ["solve", "crossover", "decode", "--var", var, "--lhs", expr, "--rhs",
+                    rng.choice(_QUANTITIES + ["0", "1", "Q**2+F"]), *fixed]
+    elif kind == "tower":
+        inner = str(rng.choice([1, 4, 16, 64, 65, 100, "B", "1/2", "-64"]))
+        for _ in range(rng.randint(1, 5)):
+            inner = rng.choice(["exp({})", "2**({})", "({})**64", "sqrt({})", "log({})",
+                                "floor({})"]).format(inner)
+        argv = ["derive", "decode", "--set", f"{rng.choice(['b', 'S', 'D'])}={inner}"]
+    elif kind == "domain":
+        vals = {x: rng.randint(1, 9) for x in ("N", "C", "H", "W", "K", "R", "S_f")}
+        argv = ["eval", "conv2d", "--hardware", "h100-sxm", "--json",
+                *(a for x, v in vals.items() for a in ("--set", f"{x}={v}"))]
+    elif kind == "magnitude":
+        power = rng.choice([-400, -300, -30, 0, 30, 300, 308, 309, 400])
+        argv = ["eval", "gemm", "--hardware", rng.choice(hardware.names()),
+                "--set", f"M=1e{abs(power)}", "--set", f"N={rng.choice(['1', '1e300', '2'])}",
+                "--set", f"K=1e{abs(power) // 2}", "--set", f"b={rng.choice(['1', '1/2', '1e-300'])}"]
+        if rng.random() < 0.5:
+            argv.append("--json")
+    elif kind == "ignored":
+        argv = list(rng.choice([["derive", "gemm", "--set", "n=8"], ["solve", "limit", "gemm", "--var", "B"],
+                           ["solve", "crossover", "decode", "--var", "B", "--set", "B=5"],
+                           ["derive", "gemm", "--model", "gpt2"], *_VALID_NEIGHBOURS,
+                           ["solve", "limit", "decode", "--var", "B", "--lhs", "F"],
+                           ["hardware", "list", "l4"],
+                           ["derive", "gemm", "--format", "latex", "--json"]]))
+    else:
+        name = rng.choice(["rows", "ops", "degree", "seconds", "memory_mib", "digits",
+                           "file_bytes", "rowz"])
+        value = rng.choice(["1", "2", "0.5", "off", "-1", "0", "1e3", "x", "1e40", "4300"])
+        argv = ["derive", "gemm", "--budget", f"{name}={value}", "--set", "M=1,2,3"]
+    return kind, argv
+
+
+def test_fuzz_budget(tmp_path, monkeypatch, capsys):
+    rng = random.Random(SEED + 3)
+    monkeypatch.chdir(tmp_path)
+    fails = Failures("budget")
+    classes: dict[str, Counter] = {}
+    with _no_writes_outside(tmp_path), limits(seconds=GUARD_S):
+        for i in range(N_BUDGET):
+            kind, argv = _budget_args(rng)
+            code, exc, dt = _call(main, list(argv))
+            out, err = capsys.readouterr()
+            classes.setdefault(kind, Counter())[code if exc is None else type(exc).__name__] += 1
+            lines = err.splitlines()
+            if exc is not None:
+                fails.add(i, _kind(exc), f"{type(exc).__name__}: {str(exc)[:200]}", argv)
+            elif code not in (0, 2) or "Traceback" in out + err:
+                fails.add(i, f"exit {code!r}", err[-300:], argv)
+            elif code == 2 and (len(lines) != 1 or not lines[0].startswith("symroof: error: ")):
+                fails.add(i, f"exit 2 with {len(lines)} stderr lines", repr(err[:300]), argv)
+            elif dt > GUARD_S + CALL_BUDGET_S:
+                fails.add(i, "over the budget", f"{dt:.1f} s", argv)
+            elif kind == "ignored" and code == 0 and argv not in _VALID_NEIGHBOURS:
+                fails.add(i, "ignored input accepted", out[:200], argv)
+            else:
+                _check_output(fails, i, code, out, argv)
+                if code == 0 and kind == "rows":
+                    want = math.prod(len(v.split("=", 1)[1].split(","))
+                                     for flag, v in zip(argv, argv[1:]) if flag == "--set")
+                    if len(_strict_json(out)["rows"]) != want:
+                        fails.add(i, "rows lost", f"{len(_strict_json(out)['rows'])} != {want}",
+                                  argv)
+                if code == 0 and kind == "domain":
+                    row = _strict_json(out)["rows"][0]
+                    if not (row["flops"] > 0 and row["bytes"] > 0 and row["intensity"] > 0):
+                        fails.add(i, "impossible shape accepted", str(row)[:200], argv)
+    print("budget outcomes by class: " + "; ".join(f"{k}: {dict(v)}" for k, v in
+                                                   sorted(classes.items())))
+    assert all(v[0] and v[2] for k, v in classes.items() if k not in ("ignored",)), classes
+    fails.check()
+
+
+# ---------------------------------------------------------------------------
+# (e) claim files (symroof.verify): corrupted claims run, or are refused, cleanly
+
+
+_CLAIM_VALUES = ['"I**64"', '"(F+Q)**64"', '"exp(exp(exp(64)))"', "1e400", "-1", "0", "nan",
+                 "inf", '"nan"', '{sig = 0}', '{sig = 99}', '{exact = "yes"}', '"FLOPS/B"',
+                 '"B"', '"%"', '{n = 0}', '{n = -1}', '{n = "9**9**9"}', '{b = 0}', "[]",
+                 '{workload = {builder = "gemm", args = ["n", "n", "n"]}, q = "I**64"}',
+                 '{workload = {builder = "nope"}, q = "I"}', '{limit = "I", var = "B"}',
+                 '"' + "9" * 5000 + '"', "9" * 400, '"2**B"', '{B = "10**6"}']
+
+
+#: Findings in symroof/verify/ (another developer's module; see the issue 17 report), by
+#: exception type and file: counted and printed, not failed, until that module checks them.
+_VERIFY_KNOWN = {("TypeError", "schema.py"),       # claimed = inf: sp.Rational('inf')
+                 ("AttributeError", "schema.py"),  # section/quote/quantity not a string
+                 ("TypeError", "recipe.py")}       # workload args not a list
+
+
+def _claims_non_finite(doc: list[dict[str, object]]) -> str | None:
+    """A non-finite value among the claims' numbers and formulas (not their prose)."""
+    for item in doc:
+        for key in ("claimed", "derived", "formula"):
+            bad = _non_finite(str(item.get(key)))
+            if bad:
+                return f"{item.get('id')}.{key}: {bad}"
+    return None
+
+
+def _claim_texts() -> tuple[str, list[str]]:
+    text = (REPO / "claims" / "seeds.toml").read_text(encoding="utf-8")
+    head, *claims = text.split("\n[[claim]]\n")
+    return head, ["[[claim]]\n" + c.split("\n[[chart]]")[0] for c in claims]
+
+
+def test_fuzz_claim_files(tmp_path, monkeypatch):
+    from symroof.present.appendix import claims_json  # the claims' JSON (issue 9's module)
+    from symroof.verify import parse_claims, run_claims
+
+    rng = random.Random(SEED + 4)
+    monkeypatch.chdir(tmp_path)
+    head, claims = _claim_texts()
+    assert len(claims) > 100
+    fails = Failures("claim files")
+    outcomes: Counter = Counter()
+    with _no_writes_outside(tmp_path), limits(seconds=GUARD_S):
+        for i in range(N_CLAIMS):
+            body = "\n".join(rng.sample(claims, rng.randint(1, 2)))
+            mutated = _mutate_toml(body, rng)
+            if rng.random() < 0.5:
+                lines = mutated.split("\n")
+                cands = [k for k, line in enumerate(lines) if "=" in line]
+                if cands:
+                    k = rng.choice(cands)
+                    lines[k] = lines[k].partition("=")[0] + "= " + rng.choice(_CLAIM_VALUES)
+                mutated = "\n".join(lines)
+            text = head + "\n" + mutated
+            t0 = time.perf_counter()
+            try:
+                with _alarm(HARD_LIMIT_S):
+                    outcome = run_claims(parse_claims(text, f"v{i}.toml"))
+                    doc = claims_json(outcome)
+                    json.dumps(doc, allow_nan=False)
+            except SymroofError as exc:
+                outcomes["refused"] += 1
+                if "\n" in str(exc) or f"v{i}.toml" not in str(exc):
+                    fails.add(i, "error not one line naming the file", str(exc), mutated[:600])
+                continue
+            except BaseException as exc:  # noqa: BLE001 - anything else is a finding
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                where = _kind(exc).split("@")[1].split(":")[0]
+                if (type(exc).__name__, where) in _VERIFY_KNOWN:
+                    outcomes[f"known {type(exc).__name__} in verify/{where}"] += 1
+                    continue
+                outcomes[type(exc).__name__] += 1
+                fails.add(i, _kind(exc), f"{type(exc).__name__}: {str(exc)[:200]}", mutated[:600])
+                continue
+            dt = time.perf_counter() - t0
+            for r in outcome.results:
+                outcomes[r.status] += 1
+                if "\n" in r.message:
+                    fails.add(i, "multi-line claim error", r.message[:300], mutated[:600])
+            bad = _claims_non_finite(doc)
+            if dt > GUARD_S * len(outcome.results) + CALL_BUDGET_S:
+                fails.add(i, "over the budget", f"{dt:.1f} s", mutated[:600])
+            elif bad:
+                fails.add(i, f"non-finite value in the claims' JSON: {bad}", str(doc)[:300],
+                          mutated[:600])
+    print(f"claim file outcomes: {dict(outcomes)}")
+    assert outcomes["match"] > 0 and outcomes["error"] + outcomes["refused"] > N_CLAIMS // 10
     fails.check()
 
 

@@ -109,8 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _error(message: str) -> int:
-    line = message.replace("\r", "\\r").replace("\n", "\\n")
-    print(f"symroof: error: {line[:2000]}", file=sys.stderr)
+    line = message.replace("\r", "\\r").replace("\n", "\\n")[:2000]
+    encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
+    line = line.encode(encoding, "backslashreplace").decode(encoding)  # a lone surrogate
+    print(f"symroof: error: {line}", file=sys.stderr)
     return 2
 
 

@@ -98,6 +98,8 @@ def as_expr(value: object, what: str) -> sp.Expr:
         raise SymroofError(f"{what}: expected a number or SymPy expression, got {value!r}")
     if isinstance(value, sp.Basic):
         if isinstance(value, sp.Expr):
+            if value.has(sp.nan, sp.zoo):  # never a value: 0/0, or infinity without a sign
+                raise SymroofError(f"{what}: expected a number or SymPy expression, got {value}")
             return value
     elif isinstance(value, numbers.Integral):
         return sp.Integer(int(value))
