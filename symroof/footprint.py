@@ -15,9 +15,11 @@ import sympy as sp
 from symroof import hardware
 from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec
-from symroof.ir import Kind, Role, as_dim, as_expr
+from symroof.ir import as_dim, as_expr
 from symroof.models.config import TransformerModel
+from symroof.options import Recompute, Statistics, option
 from symroof.passes.optimizer import ADAM
+from symroof.passes.saved import saved_tensors
 from symroof.precision import bytes_per_value
 from symroof.symbols import b
 from symroof.workloads.transformer import training_graph
@@ -42,31 +44,31 @@ class Footprint:
 
 
 def saved_activations(model: TransformerModel, batch: object, seq: object, *,
-                      fused: bool = True, recompute: bool = True) -> sp.Expr:
+                      fused: bool = True, recompute: Recompute | bool | str = Recompute.FLASH,
+                      statistics: Statistics | str = Statistics.SAVED) -> sp.Expr:
     """Bytes of forward activations the backward pass reads back (saved for backward).
 
-    Derived from the training graph: every forward tensor that a backward op reads
-    across the boundary, times its multiplicity.
+    Derived from the training graph (:func:`symroof.passes.saved.saved_tensors`): every
+    forward value a backward op reads across the boundary, once per storage and per copy
+    kept. ``recompute`` is the strategy (:class:`~symroof.options.Recompute`);
+    ``statistics="ignored"`` leaves out per-row fp32 statistics (Korthikanti et al.).
+
+    >>> from symroof.models import transformer
+    >>> from symroof.symbols import L, D, H, B, S, b
+    >>> m = transformer(layers=L, d_model=D, heads=H)
+    >>> saved_activations(m, B, S, recompute="full")    # each layer's input
+    B*D*L*S*b
     """
     g = training_graph(model, batch, seq, fused=fused, recompute=recompute, optimizer=None)
-    assert g.provenance.training is not None  # the backward pass records it
-    forward = g.provenance.training.forward_ops
-    total = sp.Integer(0)
-    for t in g.tensors:
-        if t.kind != Kind.ACTIVATION or t.role is not Role.VALUE:
-            continue
-        producer = g.producer(t)
-        if producer is not None and producer.name not in forward:
-            continue
-        read_back = any(op.name not in forward and g.crossings(t, op) != 0
-                        for op in g.consumers(t))
-        if read_back:
-            total += g.count(t) * t.nbytes
-    return sp.expand(total)
+    keep_stats = option(Statistics, statistics, "statistics") is Statistics.SAVED
+    return sp.expand(sp.Add(*(s.nbytes for s in saved_tensors(g)
+                              if keep_stats or not s.statistic)))
 
 
 def memory(model: TransformerModel, *, batch: object, context: object, training: bool = False,
-           optimizer_state_bytes: object | None = None, fused: bool = True) -> Footprint:
+           optimizer_state_bytes: object | None = None, fused: bool = True,
+           recompute: Recompute | bool | str = Recompute.FLASH,
+           statistics: Statistics | str = Statistics.SAVED) -> Footprint:
     """Footprint of serving ``batch`` sequences of ``context`` tokens, or of training on them.
 
     Inference: weights plus the KV cache (2 * layers * kv_heads * head_dim * kv_bytes per
@@ -74,7 +76,9 @@ def memory(model: TransformerModel, *, batch: object, context: object, training:
     layer d_c + d_r values per token); its activations (one layer's transient tensors)
     are left at 0 here, as the seeds do. Training: weights, gradients at the weights' bytes, optimizer state at
     ``optimizer_state_bytes`` per parameter (default: the training step's Adam, 12), and the
-    activations saved for the backward pass, derived from the training graph.
+    activations saved for the backward pass, derived from the training graph under the
+    ``recompute`` strategy (see :func:`saved_activations`). Per device under tensor,
+    pipeline and data parallelism: :func:`symroof.training.training_memory`.
     """
     if not isinstance(model, TransformerModel):
         raise SymroofError(f"memory: expected a transformer model, got {type(model).__name__}")
@@ -85,7 +89,9 @@ def memory(model: TransformerModel, *, batch: object, context: object, training:
         return Footprint(weights, model.kv_cache_bytes(ctx) * bt, zero, zero, zero)
     state = ADAM.state_bytes if optimizer_state_bytes is None else as_expr(
         optimizer_state_bytes, "memory optimizer_state_bytes")
-    return Footprint(weights, zero, saved_activations(model, bt, ctx, fused=fused),
+    return Footprint(weights, zero, saved_activations(model, bt, ctx, fused=fused,
+                                                      recompute=recompute,
+                                                      statistics=statistics),
                      model.params * model.weight_bytes, model.params * state)
 
 

@@ -212,3 +212,41 @@ class QkNorm(StrEnum):
 
     HEAD = "head"  # RMSNorm over each head's head_dim (Qwen3, Gemma 3): 2 head_dim gains
     FULL = "full"  # RMSNorm over all of Q and all of K (OLMoE): q_dim + kv_dim gains
+
+
+class Recompute(StrEnum):
+    """Which forward values a training step's backward pass computes again instead of
+    keeping them (option ``recompute``; default flash). ``True`` is ``"flash"`` and
+    ``False`` is ``"none"``, the two settings the option had as a flag."""
+
+    NONE = "none"            # keep every value the backward reads (a fused kernel writes them out)
+    FLASH = "flash"          # values a fused kernel kept on chip are recomputed (FlashAttention)
+    SELECTIVE = "selective"  # also the attention core from Q, K, V (Korthikanti et al., Megatron)
+    FULL = "full"            # keep each layer's input only; the layer's forward runs again
+
+    @classmethod
+    def _missing_(cls, value: object) -> Recompute | None:
+        if value is True:
+            return cls.FLASH
+        if value is False:
+            return cls.NONE
+        return None
+
+
+class Statistics(StrEnum):
+    """Whether the per-row fp32 statistics a backward pass reads count toward saved
+    activations: a norm's mean and 1/sigma, FlashAttention's logsumexp (option
+    ``statistics``; default saved)."""
+
+    SAVED = "saved"      # counted, as PyTorch's layer_norm and FlashAttention keep them
+    IGNORED = "ignored"  # left out as small buffers (Korthikanti et al. 2022)
+
+
+class Bubble(StrEnum):
+    """What a pipeline bubble is a fraction of (option ``bubble``; default ideal time)."""
+
+    IDEAL = "ideal"  # (p - 1)/m: idle time over the ideal (bubble-free) time (Narayanan et al.)
+    TOTAL = "total"  # (p - 1)/(m + p - 1): idle time over the whole step
+
+
+__all__ += ["Recompute", "Statistics", "Bubble"]

@@ -148,11 +148,16 @@ def test_saved_activations_per_layer_hand_count():
     the layer input x (read by dW_q, dW_k, dW_v) 1; Q, K, V (the recomputed QK^T and
     dP = dO V^T) 3; the attention output O (dW_o) 1; the residual x' (dW_up) 1; the up
     projection output (the GELU's backward) 4; the GELU output (dW_down) 4  ->  14.
+    FlashAttention's backward also reads the logsumexp of each query's scores, one fp32 per
+    query per head: 4 B S H bytes per layer (``statistics="ignored"`` leaves it out).
     (Korthikanti et al. 2022 count 34 s b h bytes per layer: the same 28 s b h at
-    2 bytes, plus 4 s b h of LayerNorm inputs and 2 s b h of dropout masks.)
+    2 bytes, plus 4 s b h of LayerNorm inputs and 2 s b h of dropout masks; see
+    tests/test_training_memory.py.)
     """
     m = transformer(layers=L, d_model=D, heads=H)
-    assert_formula_equal(saved_activations(m, B, S), 14 * B * S * D * L * b)
+    assert_formula_equal(saved_activations(m, B, S), 14 * B * S * D * L * b + 4 * B * S * H * L)
+    assert_formula_equal(saved_activations(m, B, S, statistics="ignored"),
+                         14 * B * S * D * L * b)
 
 
 def test_saved_activations_grow_linearly_with_layers():

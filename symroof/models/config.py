@@ -81,6 +81,9 @@ class TransformerModel:
     post_norms: bool = False                    # norms after attention and MLP too (Gemma)
     sinks: bool = False                         # a learned sink logit per head (gpt-oss)
     latent: LatentAttention | None = None       # multi-head latent attention (DeepSeek)
+    attention_dropout: sp.Expr = _ZERO          # dropout on the attention probabilities (training)
+    hidden_dropout: sp.Expr = _ZERO             # on the embedding and each sublayer's output
+    dropout_mask_bytes: sp.Expr = sp.Integer(1)  # bytes per mask value (PyTorch keeps a bool)
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -122,6 +125,20 @@ class TransformerModel:
         if self.tied_embeddings and self.vocab is None:
             raise SymroofError(f"{where} tied_embeddings: needs a vocab")
         self._check_layer_counts(where)
+        self._check_dropout(where)
+
+    def _check_dropout(self, where: str) -> None:
+        """Dropout probabilities are numbers in [0, 1); mask bytes are positive."""
+        for f in ("attention_dropout", "hidden_dropout"):
+            v = as_expr(getattr(self, f), f"{where} {f}")
+            if not v.is_number or v.is_negative or not (v < 1):
+                raise SymroofError(f"{where} {f}: expected a probability 0 <= p < 1, got {v}")
+            object.__setattr__(self, f, v)
+        v = as_expr(self.dropout_mask_bytes, f"{where} dropout_mask_bytes")
+        if v.is_positive is not True:
+            raise SymroofError(f"{where} dropout_mask_bytes: expected positive bytes per "
+                               f"value, got {v}")
+        object.__setattr__(self, "dropout_mask_bytes", v)
 
     def _check_layer_counts(self, where: str) -> None:
         moe = self.experts != 1
@@ -305,7 +322,8 @@ def transformer(*, layers: object, d_model: object, heads: object, kv_heads: obj
                 dense_layers: object = 0, window_dense_layers: object | None = None,
                 router_bias: bool = False, qk_norm: QkNorm | str | None = None,
                 post_norms: bool = False, sinks: bool = False,
-                latent: LatentAttention | None = None) -> TransformerModel:
+                latent: LatentAttention | None = None, attention_dropout: object = 0,
+                hidden_dropout: object = 0, dropout_mask_bytes: object = 1) -> TransformerModel:
     """A transformer description; defaults are the seeds' model (MHA, d_ff = 4D, plain MLP).
 
     ``head_dim`` defaults to d_model/heads (with ``latent``, to its d_n + d_r),
@@ -313,6 +331,8 @@ def transformer(*, layers: object, d_model: object, heads: object, kv_heads: obj
     a bias, ``qkv_bias=True`` only Q, K and V. ``window`` with ``window_layers`` (default
     all) gives layers a sliding window; ``experts`` with ``expert_d_ff``, ``shared_d_ff``
     and ``dense_layers`` a mixture of experts (see :class:`TransformerModel`).
+    ``attention_dropout`` and ``hidden_dropout`` (probabilities, 0: none) add dropout to
+    training graphs, each with a mask of ``dropout_mask_bytes`` per value.
     """
     d = as_dim(d_model, f"model {name!r} d_model")
     h = as_dim(heads, f"model {name!r} heads")
@@ -341,4 +361,6 @@ def transformer(*, layers: object, d_model: object, heads: object, kv_heads: obj
         dense_layers=dense_layers, window_dense_layers=window_dense_layers,
         router_bias=router_bias, qk_norm=None if qk_norm is None else option(
             QkNorm, qk_norm, f"model {name!r} qk_norm"),
-        post_norms=post_norms, sinks=sinks, latent=latent)
+        post_norms=post_norms, sinks=sinks, latent=latent,
+        attention_dropout=attention_dropout, hidden_dropout=hidden_dropout,
+        dropout_mask_bytes=dropout_mask_bytes)

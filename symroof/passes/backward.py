@@ -2,10 +2,19 @@
 
 Each GEMM gains a data-gradient and a weight-gradient GEMM of the same size (so weight
 GEMMs cost 2 + 4 = 6 FLOPs per weight per token in training), elementwise ops gain an
-elementwise op that reads the saved forward input, views and moves reverse. Tensors a
-fused forward kept on chip keep their gradients on chip too, and with ``recompute``
-(FlashAttention) the ops that produced them run again in the backward pass instead of
-saving their outputs: FLOPs spent to save bytes.
+elementwise op per input, views and moves reverse. Each gradient rule reads exactly the
+forward values its op's derivative needs: a GEMM its two operands, a softmax its output,
+a norm its input and per-row statistics, a dropout its mask, a linear op nothing
+(:class:`Saves`). What the backward pass reads from the forward pass is what training
+must keep in memory (:mod:`symroof.passes.saved` counts it).
+
+Values a fused forward kept on chip keep their gradients on chip too. The
+``recompute`` strategy (:class:`~symroof.options.Recompute`) says which forward values
+the backward pass computes again instead of reading them: ``flash`` re-runs the ops whose
+outputs a fused kernel kept on chip (FlashAttention's QK^T), ``selective`` also the
+attention core (QK^T, softmax, dropout, and the product with V) from the kept Q, K, V,
+``full`` every op of each repeated layer from the layer's input, ``none`` nothing (a
+fused kernel writes out what the backward pass reads).
 
 >>> from symroof.symbols import M, N, K
 >>> from symroof.ir import Graph
@@ -19,8 +28,9 @@ saving their outputs: FLOPs spent to save bytes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 import sympy as sp
@@ -28,25 +38,71 @@ import sympy as sp
 from symroof.errors import SymroofError
 from symroof.ir import (Elementwise, Gather, Gemm, Graph, Kind, Move, Op, Reduce, Role, Tensor,
                         Training, View, prod, same_dim)
+from symroof.options import Recompute, option
+from symroof.passes.recompute import recomputed_ops
 from symroof.rules import RuleTable
 
-__all__ = ["Backward", "backward", "GRADIENT_RULES", "gradient_rule"]
+__all__ = ["Backward", "backward", "GRADIENT_RULES", "gradient_rule", "Saves",
+           "STATISTICS_PREFIX", "STATISTICS_BYTES"]
 
 _ZERO = sp.Integer(0)
+
+#: Tensors of per-row statistics the backward pass reads are named ``stats:<op>``.
+STATISTICS_PREFIX = "stats:"
+#: Bytes of one statistic (fp32, as PyTorch's norms and FlashAttention keep them).
+STATISTICS_BYTES = 4
+
+
+class Saves(StrEnum):
+    """What an elementwise op's gradient reads from the forward pass (the default: its
+    inputs; an op marked ``linear`` reads nothing)."""
+
+    INPUTS = "inputs"      # f'(x) needs x: GELU, SiLU, each factor of a product
+    OUTPUT = "output"      # the output alone: softmax, dx = y (dy - sum(dy y))
+    NORM = "norm"          # a layer norm: its input and 2 fp32 per row (mean, 1/sigma)
+    RMS_NORM = "rms_norm"  # an RMS norm: its input and 1 fp32 per row (1/rms)
+    MASK = "mask"          # dropout x m/(1 - p): the mask (its last input), which takes no gradient
+    NOTHING = "nothing"    # a linear map with fixed coefficients (rotary embeddings)
+
+
+#: fp32 statistics per row: a norm's, and the logsumexp a recomputed fused softmax reads.
+_PER_ROW = {Saves.NORM: 2, Saves.RMS_NORM: 1, Saves.OUTPUT: 1}
 
 
 @dataclass(frozen=True)
 class Backward:
     """Append the gradient computation of a forward graph (a Graph -> Graph pass).
 
-    ``recompute``: re-run ops whose outputs a fused forward kept on chip, rather than
-    read saved outputs (FlashAttention's backward). ``grad_flops_factor``: backward
-    FLOPs per forward FLOP of an elementwise op, per input.
+    ``recompute``: which forward values are computed again rather than kept
+    (:class:`~symroof.options.Recompute`; ``True`` is ``"flash"``, ``False`` ``"none"``).
+    ``saves``: what the gradient of named elementwise ops reads (:class:`Saves`; others
+    read their inputs). ``grad_flops_factor``: backward FLOPs per forward FLOP of an
+    elementwise op, per input.
     """
 
-    recompute: bool = True
+    recompute: Recompute | bool | str = Recompute.FLASH
     grad_flops_factor: int = 1
+    saves: tuple[tuple[str, Saves], ...] | Mapping[str, Saves | str] = ()
     name: str = "backward"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "recompute",
+                           option(Recompute, self.recompute, f"{self.name} recompute"))
+        pairs = self.saves.items() if isinstance(self.saves, Mapping) else self.saves
+        object.__setattr__(self, "saves", tuple(sorted(
+            (str(k), option(Saves, v, f"{self.name} saves[{k!r}]")) for k, v in pairs)))
+
+    @property
+    def declared(self) -> dict[str, Saves]:
+        """``saves`` as a dict (op name -> :class:`Saves`)."""
+        pairs = self.saves.items() if isinstance(self.saves, Mapping) else self.saves
+        return {str(k): option(Saves, v, f"{self.name} saves") for k, v in pairs}
+
+    @property
+    def strategy(self) -> Recompute:
+        """The recompute strategy, as the option."""
+        assert isinstance(self.recompute, Recompute)  # __post_init__ made it one
+        return self.recompute
 
     def apply(self, graph: Graph) -> Graph:
         """A new graph; ``graph`` is not changed."""
@@ -57,38 +113,54 @@ class Backward:
         if graph.provenance.training is not None:
             raise SymroofError(f"{self.name}: graph {graph.name!r} already has a backward pass")
         fwd_ops = graph.ops
+        declared = self.declared
+        unknown = sorted(set(declared) - {op.name for op in fwd_ops})
+        if unknown:
+            raise SymroofError(f"{self.name}: saves names no op of graph {graph.name!r}: "
+                               f"{', '.join(unknown)}")
         g = graph.copy(f"{graph.name}-train")
-        run = _Run(g, self)
+        run = _Run(g, self, declared, recomputed_ops(graph, self.strategy))
         for out in graph.outputs:
             seed = g.input(f"d:{out.name}", out.shape, bytes_per_value=out.bytes_per_value,
                            count=graph.count(out), block=graph.block(out), role=Role.GRADIENT)
             run.contrib.setdefault(out, []).append(seed)
         for op in reversed(fwd_ops):
             run.op(op)
+        for op in fwd_ops:  # a recomputed layer (or attention core) runs again in full
+            if op.name in run.rerun.eager:
+                for o in op.outputs:
+                    run.recompute(o, op)
         grads: dict[str, str] = {}
         for t in graph.inputs:
             if t.kind == Kind.WEIGHT and t in run.contrib:
                 d = run.grad(t, graph.count(t), graph.block(t))
                 g.output(d)
                 grads[t.name] = d.name
-        g.record(training=Training(frozenset(op.name for op in fwd_ops), grads, self.recompute))
+        g.record(training=Training(frozenset(op.name for op in fwd_ops), grads,
+                                   self.strategy is not Recompute.NONE))
         return g
 
 
-def backward(graph: Graph, *, recompute: bool = True) -> Graph:
+def backward(graph: Graph, *, recompute: Recompute | bool | str = Recompute.FLASH,
+             saves: Mapping[str, Saves | str] | None = None) -> Graph:
     """The forward graph with its backward pass (see :class:`Backward`)."""
-    return Backward(recompute=recompute).apply(graph)
+    return Backward(recompute=recompute, saves=saves or {}).apply(graph)
 
 
 class _Run:
     """State of one backward construction: gradient contributions per forward tensor."""
 
-    def __init__(self, g: Graph, opts: Backward) -> None:
+    def __init__(self, g: Graph, opts: Backward, saves: Mapping[str, Saves],
+                 rerun: Any) -> None:
         self.g = g
         self.opts = opts
+        self.saves = saves
+        self.rerun = rerun  # RecomputeSet: what the strategy recomputes
+        self.forward = frozenset(op.name for op in g.ops)
         self.contrib: dict[Tensor, list[Tensor]] = {}
         self.done: dict[Tensor, Tensor] = {}
         self.recomputed: dict[Tensor, Tensor] = {}
+        self.stats: dict[Op, Tensor] = {}
 
     # -- helpers -------------------------------------------------------------
 
@@ -126,34 +198,65 @@ class _Run:
         if t.kind != Kind.KV_CACHE:
             self.contrib.setdefault(t, []).append(d)
 
+    def saves_of(self, op: Elementwise) -> Saves:
+        """What ``op``'s gradient reads (declared, or its inputs; nothing if linear)."""
+        return Saves.NOTHING if op.linear else self.saves.get(op.name, Saves.INPUTS)
+
     def saved(self, t: Tensor) -> Tensor:
         """The forward value ``t`` as the backward pass reads it.
 
-        A value the forward wrote to memory is read back. One a fused forward kept on
-        chip is recomputed (``recompute``), or else written out for the backward pass.
+        A value the forward wrote to memory is read back, unless the strategy recomputes
+        its op. One a fused forward kept on chip is recomputed (any strategy but
+        ``none``), or else written out for the backward pass.
         """
-        if not self.on_chip(t):
+        op = self.g.producer(t)
+        if op is None or op.name not in self.forward:
             return t
-        if not self.opts.recompute:
-            self.g.set_edge_crossings(self.g.producer(t), t, 1)  # type: ignore[arg-type]
-            return t
-        if t not in self.recomputed:
-            op = self.g.producer(t)
-            assert op is not None
-            if isinstance(op, View):
-                x = self.saved(op.x)
-                self.recomputed[t] = self.reshape(x, t.shape, f"re:{t.name}", op,
-                                                  Role.RECOMPUTED)
-            else:
-                ins = {x.name: self.saved(x) for x in op.inputs}
-                outs = tuple(replace(o, name=f"re:{o.name}", role=Role.RECOMPUTED)
-                             for o in op.outputs)
-                clone = _with_operands(op, f"recompute:{op.name}", ins, outs)
-                self.add(clone, op)
-                for o, r in zip(op.outputs, outs):
-                    self.g.set_crossings(r, writes=0, reads=0)
-                    self.recomputed[o] = r
+        if op.name in self.rerun.ops or (self.opts.strategy is not Recompute.NONE
+                                         and self.on_chip(t)):
+            return self.recompute(t, op)
+        if self.on_chip(t):
+            self.g.set_edge_crossings(op, t, 1)  # written out for the backward pass
+        return t
+
+    def recompute(self, t: Tensor, op: Op) -> Tensor:
+        """``t`` computed again by a copy of ``op`` reading what the backward pass has of
+        its inputs (once: later readers share the copy)."""
+        if t in self.recomputed:
+            return self.recomputed[t]
+        if isinstance(op, View):
+            x = self.saved(op.x)
+            self.recomputed[t] = self.reshape(x, t.shape, f"re:{t.name}", op, Role.RECOMPUTED)
+            return self.recomputed[t]
+        ins = {x.name: self.saved(x) for x in op.inputs}
+        outs = tuple(replace(o, name=f"re:{o.name}", role=Role.RECOMPUTED) for o in op.outputs)
+        clone = _with_operands(op, f"recompute:{op.name}", ins, outs)
+        if isinstance(op, Elementwise) and isinstance(clone, Elementwise) and \
+                self.saves_of(op) is Saves.OUTPUT and self.on_chip(t):
+            # a fused softmax is computed again from its logsumexp, kept per row
+            clone = replace(clone, xs=(*clone.xs, self.statistics(op, Saves.OUTPUT)))
+        self.add(clone, op)
+        for o, r in zip(op.outputs, outs):
+            self.g.set_crossings(r, writes=0, reads=0)
+            self.recomputed[o] = r
         return self.recomputed[t]
+
+    def statistics(self, op: Elementwise, saves: Saves) -> Tensor:
+        """The fp32 statistics per row of ``op`` (over its last axis) that its gradient
+        or its recomputation reads: kept by the forward pass, or made again when the
+        strategy recomputes ``op``."""
+        if op in self.stats:
+            return self.stats[op]
+        again = op.name in self.rerun.ops
+        x = op.xs[0]
+        t = self.g.input(f"{STATISTICS_PREFIX}{op.name}", (*x.shape[:-1], 1),
+                         bytes_per_value=STATISTICS_BYTES * _PER_ROW[saves],
+                         count=self.g.count(op), block=self.g.block(op),
+                         role=Role.RECOMPUTED if again else Role.VALUE)
+        if again:
+            self.g.set_crossings(t, reads=0)  # made by the recomputed op, used on chip
+        self.stats[op] = t
+        return t
 
     def keep_on_chip(self, fwd: Tensor, tensors: list[Tensor]) -> None:
         if self.on_chip(fwd):
@@ -223,13 +326,29 @@ def _gemm(run: _Run, op: Gemm, dc: Tensor) -> None:
         run.keep_on_chip(fwd, [d])
         run.give(fwd, d)
 
+def _reads(run: _Run, op: Elementwise, saves: Saves, i: int, dy: Tensor) -> tuple[Tensor, ...]:
+    """What the gradient of ``op``'s input ``i`` reads, per :class:`Saves`."""
+    if saves is Saves.INPUTS:
+        return (dy, run.saved(op.xs[i]))
+    if saves is Saves.OUTPUT:
+        return (dy, run.saved(op.out))
+    if saves is Saves.MASK:
+        return (dy, run.saved(op.xs[-1]))
+    if saves in (Saves.NORM, Saves.RMS_NORM) and i < 2:  # the input and the gain: x-hat
+        return (dy, run.saved(op.xs[0]), run.statistics(op, saves))
+    return (dy,)  # a norm's bias, a linear op
+
+
 @gradient_rule(Elementwise)
 def _elementwise(run: _Run, op: Elementwise, dy: Tensor) -> None:
-    """One elementwise op per input (reading the saved input unless the op is linear)."""
+    """One elementwise op per input that takes a gradient, reading what :class:`Saves`
+    says the op's derivative needs."""
     fpe = op.flops_per_element * run.opts.grad_flops_factor
-    for i, x in enumerate(op.xs):
+    saves = run.saves_of(op)
+    inputs = op.xs[:-1] if saves is Saves.MASK else op.xs  # a mask takes no gradient
+    for i, x in enumerate(inputs):
         name = f"d:{x.name}:{op.name}" + (f":{i}" if op.xs.count(x) > 1 else "")
-        ins = (dy,) if op.linear else (dy, run.saved(x))
+        ins = _reads(run, op, saves, i, dy)
         if len(x.shape) == len(op.out.shape) and all(
                 same_dim(p, q) for p, q in zip(x.shape, op.out.shape)):
             dx = run.tensor(name, x.shape, x)

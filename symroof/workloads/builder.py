@@ -22,7 +22,11 @@ import sympy as sp
 from symroof.ir import Graph, Tensor
 from symroof.workloads.attention import ElementwiseFlops, FusionGroup
 
-__all__ = ["TransformerShape", "LatentShape", "LayerGroup", "Builder"]
+__all__ = ["TransformerShape", "LatentShape", "LayerGroup", "Builder", "DROPOUT_FLOPS"]
+
+#: FLOPs per element of each half of a dropout (drawing the mask; scaling by it), counted
+#: only with ``ops="all"``.
+DROPOUT_FLOPS = 1
 
 
 @runtime_checkable
@@ -172,6 +176,15 @@ class TransformerShape(Protocol):
     @property
     def latent(self) -> LatentShape | None: ...
 
+    @property
+    def attention_dropout(self) -> sp.Expr: ...  # dropout probability on attention (0: none)
+
+    @property
+    def hidden_dropout(self) -> sp.Expr: ...     # on the embedding and sublayer outputs
+
+    @property
+    def dropout_mask_bytes(self) -> sp.Expr: ...
+
 
 @dataclass
 class Builder:
@@ -225,6 +238,20 @@ class Builder:
             params.append(self.weight(f"{name}.bias", (w,)))
         per = self.fl.layernorm if m.norm == "layernorm" else self.fl.rmsnorm
         return self.g.elementwise(x, *params, name=self.n(name), flops_per_element=per)
+
+    def dropout(self, x: Tensor, name: str, p: sp.Expr) -> Tensor:
+        """``x * mask / (1 - p)`` when ``p`` is not 0 (else ``x``): one kernel that reads
+        ``x`` once, draws the mask (``{name}_mask``, ``dropout_mask_bytes`` per value) and
+        writes it for the backward pass, and writes the result."""
+        if p == 0:
+            return x
+        g = self.g
+        mask = g.elementwise(x, name=self.n(f"{name}_mask"), flops_per_element=DROPOUT_FLOPS,
+                             bytes_per_value=self.m.dropout_mask_bytes)
+        g.set_edge_crossings(x, g.node(self.n(f"{name}_mask")), 0)  # x is read once, below
+        y = g.elementwise(x, mask, name=self.n(name), flops_per_element=DROPOUT_FLOPS)
+        g.set_edge_crossings(mask, g.node(self.n(name)), 0)  # used in registers as it is drawn
+        return y
 
     def rms(self, x: Tensor, name: str, width: sp.Expr) -> Tensor:
         """An RMSNorm with ``width`` gains (query/key and latent norms, whatever the model's)."""

@@ -29,6 +29,7 @@ from symroof.options import (Causal, ExpertReads, LatentDecode, Logits, Unfused,
 from symroof.workloads.attention import (ElementwiseFlops, attention_core, causal_fraction,
                                          fuse_groups, window_fraction, window_span)
 from symroof.workloads.builder import Builder, LayerGroup, LatentShape, TransformerShape
+from symroof.workloads.dropout import attention_core_with_dropout
 from symroof.workloads.experts import moe_mlp
 from symroof.workloads.latent import latent_attention
 
@@ -48,6 +49,7 @@ class Choices:
     window_span: WindowSpan = WindowSpan.EXACT
     latent: LatentDecode = LatentDecode.ABSORBED
     expert_reads: ExpertReads = ExpertReads.ALL
+    dropout: bool = False  # the model's dropouts run (training graphs)
 
     def __post_init__(self) -> None:
         for f, enum in (("causal", Causal), ("unfused", Unfused), ("window_kernel", WindowKernel),
@@ -70,7 +72,11 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
         frac = window_fraction(c.causal, seq, window, c.window_span)
     else:
         frac = causal_fraction(c.causal, seq)
+    attn_dropout = c.dropout and m.attention_dropout != 0
     if m.latent is not None:
+        if attn_dropout:
+            raise SymroofError(f"model {m.name!r} attention_dropout: not modelled with latent "
+                               "attention (set it to 0)")
         return latent_attention(b, h, batch=batch, seq=seq, span=span, decode=decode,
                                 work_fraction=frac, mode=c.latent, fused=c.fused,
                                 unfused=c.unfused, kv_write=c.kv_write)
@@ -105,9 +111,13 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
         k = g.view(k, kv_shape, name=b.n("k_heads"))
         v = g.view(v, kv_shape, name=b.n("v_heads"))
     sinks = b.weight("sinks", (m.kv_heads, per, 1, 1)) if m.sinks else None
-    o, kernel = attention_core(g, qh, k, v, work_fraction=frac, fused=c.fused,
-                               unfused=c.unfused, softmax_flops=fl.softmax, prefix=b.prefix,
-                               sinks=sinks)
+    if attn_dropout:
+        o, kernel = attention_core_with_dropout(b, qh, k, v, work_fraction=frac, fused=c.fused,
+                                                unfused=c.unfused, sinks=sinks)
+    else:
+        o, kernel = attention_core(g, qh, k, v, work_fraction=frac, fused=c.fused,
+                                   unfused=c.unfused, softmax_flops=fl.softmax,
+                                   prefix=b.prefix, sinks=sinks)
     if kernel is not None:
         b.fusions.append(kernel)
     o = g.view(o, (batch, seq, m.q_dim), name=b.n("o_heads"))
@@ -124,6 +134,8 @@ def _layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Ex
                    decode=decode, c=c)
     if m.post_norms:
         a = b.norm(a, "post_attn_norm")
+    if c.dropout:
+        a = b.dropout(a, "attn_out_dropout", m.hidden_dropout)
     x = g.elementwise(x, a, name=b.n("residual_attn"), flops_per_element=fl.residual,
                       linear=True)
     h = b.norm(x, "mlp_norm")
@@ -133,6 +145,8 @@ def _layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Ex
         y = b.dense_mlp(h, m.d_ff)
     if m.post_norms:
         y = b.norm(y, "post_mlp_norm")
+    if c.dropout:
+        y = b.dropout(y, "mlp_out_dropout", m.hidden_dropout)
     return g.elementwise(x, y, name=b.n("residual_mlp"), flops_per_element=fl.residual,
                          linear=True)
 
@@ -156,14 +170,17 @@ def forward_graph(m: TransformerShape, *, batch: object, seq: object,
                   name: str | None = None, window_kernel: WindowKernel | str = WindowKernel.BAND,
                   window_span: WindowSpan | str = WindowSpan.EXACT,
                   latent: LatentDecode | str = LatentDecode.ABSORBED,
-                  expert_reads: ExpertReads | str = ExpertReads.ALL) -> Graph:
+                  expert_reads: ExpertReads | str = ExpertReads.ALL,
+                  dropout: bool = False) -> Graph:
     """The forward graph of ``m`` over ``seq`` new tokens per sequence attending to
-    ``context`` positions (prefill: ``context = seq``; decode: ``seq = 1``)."""
+    ``context`` positions (prefill: ``context = seq``; decode: ``seq = 1``). With
+    ``dropout`` (training), the model's dropouts run: on the embedding and each sublayer's
+    output (``hidden_dropout``) and on the attention probabilities (``attention_dropout``)."""
     if not isinstance(m, TransformerShape):
         raise SymroofError(f"expected a transformer model, got {type(m).__name__}")
     lg = option(Logits, logits, "logits")
     c = Choices(causal, fused, unfused, kv_write, window_kernel,  # type: ignore[arg-type]
-                window_span, latent, expert_reads)  # type: ignore[arg-type]
+                window_span, latent, expert_reads, dropout)  # type: ignore[arg-type]
     bt, sq = as_dim(batch, "batch"), as_dim(seq, "seq")
     ctx = sq if context is None else as_dim(context, "context")
     _check_positions(m, ctx, "context" if decode else "seq")
@@ -181,6 +198,8 @@ def forward_graph(m: TransformerShape, *, batch: object, seq: object,
         pos = g.gather(wpe, (sq,), name="positions", bytes_per_value=m.activation_bytes)
         x = g.elementwise(x, pos, name="add_positions",
                           flops_per_element=flops_per_element.residual, linear=True)
+    if c.dropout:
+        x = build.dropout(x, "embed_dropout", m.hidden_dropout)
     if m.window is not None and c.window_span is WindowSpan.FILLED:
         what = "context" if decode else "seq"
         g.record(assumptions=(*g.provenance.assumptions,

@@ -34,11 +34,11 @@ import sympy as sp
 
 from symroof.analysis import Analysis, analyze
 from symroof.errors import SymroofError
-from symroof.ir import Graph, Kind, as_dim, as_expr
+from symroof.ir import Elementwise, Graph, Kind, as_dim, as_expr
 from symroof.options import (Causal, DecodeTraffic, ExpertReads, FlopCount, LatentDecode,
-                             Logits, OpsCounted, Unfused, WindowKernel, WindowSpan, option,
-                             renamed)
-from symroof.passes.backward import Backward
+                             Logits, OpsCounted, Recompute, Unfused, WindowKernel, WindowSpan,
+                             option, renamed)
+from symroof.passes.backward import Backward, Saves
 from symroof.passes.optimizer import ADAM, Optimizer, OptimizerStep
 from symroof.passes.pipeline import Pipeline
 from symroof.workloads.attention import ElementwiseFlops, op_groups
@@ -46,7 +46,7 @@ from symroof.workloads.layers import TransformerShape, forward_graph, weight_ten
 
 __all__ = ["prefill", "decode", "training", "training_graph", "training_pipeline",
            "forward_graph", "weight_tensors", "ElementwiseFlops", "DECODE_TRAFFIC", "ADAM",
-           "Optimizer"]
+           "Optimizer", "gradient_saves"]
 
 
 #: Which tensor kinds count toward a decode step's traffic.
@@ -131,33 +131,74 @@ def _past(past: object) -> sp.Expr:
     return as_dim(value, "past")
 
 
-def training_pipeline(*, recompute: bool = True,
-                      optimizer: Optimizer | None = ADAM) -> Pipeline:
+#: What the gradient of the transformer builder's non-linear elementwise ops reads, by
+#: name within a layer group (``local.``, ``dense.``, ``shared.`` prefixes aside); the
+#: model's own norms (attn_norm, mlp_norm, post norms, final_norm) follow ``model.norm``,
+#: and every other op (activations, gates) reads its inputs.
+_SAVES = {
+    "softmax": Saves.OUTPUT,                                 # dx = y (dy - sum(dy y))
+    "rope_q": Saves.NOTHING, "rope_k": Saves.NOTHING,        # a rotation by fixed angles
+    "q_norm": Saves.RMS_NORM, "k_norm": Saves.RMS_NORM, "kv_norm": Saves.RMS_NORM,
+    "embed_dropout": Saves.MASK, "attn_dropout": Saves.MASK,
+    "attn_out_dropout": Saves.MASK, "mlp_out_dropout": Saves.MASK,
+}
+_MODEL_NORMS = frozenset({"attn_norm", "mlp_norm", "post_attn_norm", "post_mlp_norm",
+                          "final_norm"})
+
+
+def gradient_saves(graph: Graph, model: TransformerShape) -> dict[str, Saves]:
+    """What each elementwise op of a transformer forward graph's gradient reads, for
+    :class:`~symroof.passes.backward.Backward` (the builder names its ops; see _SAVES).
+
+    >>> from symroof.models import transformer
+    >>> m = transformer(layers=1, d_model=8, heads=2, norm="layernorm")
+    >>> sorted(gradient_saves(forward_graph(m, batch=1, seq=2), m).items())
+    [('attn_norm', <Saves.NORM: 'norm'>), ('final_norm', <Saves.NORM: 'norm'>), ('mlp_norm', <Saves.NORM: 'norm'>), ('softmax', <Saves.OUTPUT: 'output'>)]
+    """
+    norm = Saves.NORM if model.norm == "layernorm" else Saves.RMS_NORM
+    found: dict[str, Saves] = {}
+    for op in graph.ops:
+        if not isinstance(op, Elementwise) or op.linear:
+            continue
+        base = op.name.rsplit(".", 1)[-1]
+        saves = norm if base in _MODEL_NORMS else _SAVES.get(base)
+        if saves is not None:
+            found[op.name] = saves
+    return found
+
+
+def training_pipeline(*, recompute: Recompute | bool | str = Recompute.FLASH,
+                      optimizer: Optimizer | None = ADAM,
+                      saves: dict[str, Saves] | None = None) -> Pipeline:
     """The passes after the forward graph: backward, then the optimizer step."""
-    stages = (Backward(recompute=recompute),) + (
+    stages = (Backward(recompute=recompute, saves=saves or {}),) + (
         () if optimizer is None else (OptimizerStep(optimizer),))
     return Pipeline("training", stages)
 
 
 def training_graph(model: TransformerShape, batch: object, seq: object, *,
                    causal: Causal | bool | str = Causal.HALF, fused: bool = True,
-                   recompute: bool = True, optimizer: Optimizer | None = ADAM,
+                   recompute: Recompute | bool | str = Recompute.FLASH,
+                   optimizer: Optimizer | None = ADAM,
                    flops_per_element: ElementwiseFlops = ElementwiseFlops(),
                    window_kernel: WindowKernel | str = WindowKernel.BAND,
                    window_span: WindowSpan | str = WindowSpan.EXACT) -> Graph:
-    """Forward over ``batch x seq`` tokens, its backward pass, and an optimizer step."""
+    """Forward over ``batch x seq`` tokens (with the model's dropouts), its backward pass
+    under the ``recompute`` strategy, and an optimizer step."""
     m = _model(model, "training")
     fwd = forward_graph(m, batch=batch, seq=seq, causal=causal, fused=fused,
                         logits=Logits.ALL, flops_per_element=flops_per_element,
                         name=f"{m.name}-train", window_kernel=window_kernel,
-                        window_span=window_span)
-    return training_pipeline(recompute=recompute, optimizer=optimizer).apply(fwd)
+                        window_span=window_span, dropout=True)
+    return training_pipeline(recompute=recompute, optimizer=optimizer,
+                             saves=gradient_saves(fwd, m)).apply(fwd)
 
 
 @renamed(flops="flop_count")
 def training(model: TransformerShape, batch: object, seq: object, *,
              causal: Causal | bool | str = Causal.HALF, fused: bool = True,
-             recompute: bool = True, optimizer: Optimizer | None = ADAM,
+             recompute: Recompute | bool | str = Recompute.FLASH,
+             optimizer: Optimizer | None = ADAM,
              ops: OpsCounted | str = OpsCounted.CONTRACTIONS,
              flop_count: FlopCount | str = FlopCount.TWO_PER_MAC,
              flops_per_element: ElementwiseFlops = ElementwiseFlops(),
@@ -167,8 +208,10 @@ def training(model: TransformerShape, batch: object, seq: object, *,
 
     Each GEMM gains a data-gradient and a weight-gradient GEMM of its own size, so the
     weight GEMMs cost 6 FLOPs per parameter per token. With ``fused`` attention and
-    ``recompute`` (FlashAttention), the backward pass recomputes QK^T instead of saving
-    the S x S matrices.
+    ``recompute="flash"`` (default; also True), the backward pass recomputes QK^T instead
+    of saving the S x S matrices; ``"selective"`` recomputes the attention core (and runs
+    its product with V again), ``"full"`` each layer's forward; ``"none"`` (also False)
+    recomputes nothing. The FLOPs are the hardware's: recomputation included.
     """
     g = training_graph(model, batch, seq, causal=causal, fused=fused, recompute=recompute,
                        optimizer=optimizer, flops_per_element=flops_per_element,
