@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from symroof.analysis import Analysis
-from symroof.budget import check_expr, current, degree_bound, guarded, light, note
+from symroof.budget import (check_expr, current, degree_bound, guarded, light, note,
+                            substitute)
 from symroof.display import display, positive_denominator
 from symroof.errors import SymroofError
 from symroof.evaluate import Roofline, roofline
@@ -225,13 +226,16 @@ class Crossover(Rich):
         return not self.conditions
 
     def at(self, values: Mapping[sp.Symbol, object]) -> sp.Expr | None:
-        """The value at ``values``, or None where a condition fails there."""
-        subs = {k: as_expr(v, str(k)) for k, v in values.items()}
+        """The value at ``values``, or None where a condition fails there (values within
+        the digits limit, keys symbols)."""
+        if not isinstance(values, Mapping) or not all(isinstance(k, sp.Symbol) for k in values):
+            raise SymroofError("Crossover.at: expected a mapping of symbols to values")
+        subs = {k: as_expr(v, f"value of {k.name}") for k, v in values.items()}
         for c in self.conditions:
-            held = c.xreplace(subs)
+            held = substitute(c, subs, f"condition {c}")
             if held is sp.false or held is False:
                 return None
-        return self.value.xreplace(subs)
+        return substitute(self.value, subs, f"crossover {self.var}")
 
 
 def crossover(lhs: object, rhs: object, var: sp.Symbol) -> list[Crossover]:

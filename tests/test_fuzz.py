@@ -52,7 +52,7 @@ N_CLI = int(1000 * SCALE)
 CALL_BUDGET_S = 5.0      # a single load or CLI call slower than this is a failure
 HARD_LIMIT_S = 20        # ... and one this slow is interrupted (SIGALRM)
 GUARD_S = 2.0            # the solvers' wall-clock limit during the run (default 10 s)
-N_BUDGET = int(300 * SCALE)
+N_BUDGET = int(200 * SCALE)
 N_CLAIMS = int(300 * SCALE)
 
 RUN_LIMIT_S = 110 * max(SCALE, 1)   # the whole seeded run, every test together (CI: < 2 min)
