@@ -32,7 +32,7 @@ __all__ = ["gemm_io_lower_bound", "flash_attention_hbm_accesses",
 def gemm_io_lower_bound(m: object, n: object, k: object, capacity_words: object) -> sp.Expr:
     """Words any GEMM schedule moves with ``capacity_words`` of fast memory (leading term)."""
     mm, nn, kk = as_dim(m, "M"), as_dim(n, "N"), as_dim(k, "K")
-    c = as_expr(capacity_words, "capacity")
+    c = as_dim(capacity_words, "capacity_words")  # a number of words: a positive integer
     return 2 * mm * nn * kk / sp.sqrt(c)
 
 
@@ -107,4 +107,4 @@ def waves(tiles: object, units: object) -> sp.Expr:
 
     Wave quantization for numbers; keep it out of anything passed to a solver.
     """
-    return sp.ceiling(sp.Rational(1) * tiles / units)
+    return sp.ceiling(as_dim(tiles, "waves tiles") / as_dim(units, "waves units"))

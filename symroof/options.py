@@ -132,7 +132,7 @@ def option(enum: type[E], value: object, what: str) -> E:
     """``value`` as a member of ``enum``; a SymroofError naming ``what`` and the choices."""
     try:
         return enum(value)  # type: ignore[arg-type]  # _missing_ takes any value
-    except ValueError:
+    except (ValueError, TypeError):  # TypeError: an unhashable value such as a list
         choices = [m.value for m in enum]
         raise SymroofError(f"{what}: expected one of {', '.join(choices)}, got {value!r}"
                            f"{suggest(str(value), choices)}") from None

@@ -31,32 +31,47 @@ _DIM_NAMES = ("M", "N", "K", "n", "B", "S", "L", "D", "H", "G", "d_h", "d_ff", "
               "T", "C", "t")
 
 
-def _check_name(name: str) -> None:
+def _check_name(name: object) -> None:
     if not isinstance(name, str) or not name.isidentifier():
         raise SymroofError(f"symbol name {name!r}: expected an identifier such as 'd_kv'")
 
 
-@cache
 def dim(name: str) -> sp.Symbol:
     """A dimension (a count of elements, layers, tokens): a positive integer symbol."""
+    _check_name(name)  # before the cache, which would hash an unhashable argument
+    return _dim(name)
+
+
+@cache
+def _dim(name: str) -> sp.Symbol:
     _check_name(name)
     if name == "b":
         raise SymroofError("symbol 'b' is bytes per value, not a dimension")
     return sp.Symbol(name, positive=True, integer=True)
 
 
-@cache
 def bytes_symbol(name: str = "b") -> sp.Symbol:
     """Bytes per value of a tensor kind (e.g. ``b_w`` for weights): a positive symbol."""
+    _check_name(name)  # before the cache, which would hash an unhashable argument
+    return _bytes_symbol(name)
+
+
+@cache
+def _bytes_symbol(name: str) -> sp.Symbol:
     _check_name(name)
     if name in _DIM_NAMES:
         raise SymroofError(f"symbol {name!r} is a dimension, not bytes per value")
     return sp.Symbol(name, positive=True)
 
 
-@cache
 def quantity(name: str) -> sp.Symbol:
     """A positive real quantity that is not a count (peak FLOP/s, bandwidth, capacity)."""
+    _check_name(name)  # before the cache, which would hash an unhashable argument
+    return _quantity(name)
+
+
+@cache
+def _quantity(name: str) -> sp.Symbol:
     _check_name(name)
     if name in _DIM_NAMES or name == "b":
         raise SymroofError(f"symbol {name!r} is already a canonical dimension or byte size")

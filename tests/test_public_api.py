@@ -166,20 +166,8 @@ CALLS = _calls()
 #: Combinations whose refusal is owed by a module this project's other developers own
 #: (see the issue 17 report); strict=False so that their fix does not fail this test.
 ELSEWHERE: dict[tuple[str, str], str] = {
-    ("symroof.bounds.gemm_io_lower_bound", "capacity_words"):
-        "bounds.py takes capacity 0, -1, nan, I, oo unchecked (returns zoo, I, 0)",
-    ("symroof.bounds.waves", "tiles"): "bounds.waves: no as_dim on tiles (TypeError, nan, oo)",
-    ("symroof.bounds.waves", "units"): "bounds.waves: no as_dim on units (TypeError, zoo)",
     ("symroof.footprint.capacity", "model"): "footprint.capacity: AttributeError for a non-model",
-    ("symroof.models.get", "name"): "models.get([...]): TypeError (unhashable) before the check",
     ("symroof.passes.backward.backward", "graph"): "passes: AttributeError for a non-Graph",
-    ("symroof.passes.fuse.fuse", "graph"): "passes: AttributeError for a non-Graph",
-    ("symroof.passes.fuse.fuse", "groups"): "passes.fuse: TypeError for non-iterable groups",
-    ("symroof.passes.tile.tile", "graph"): "passes: AttributeError for a non-Graph",
-    ("symroof.passes.tile.tile", "tiles"): "passes.tile: AttributeError for a non-mapping",
-    ("symroof.symbols.dim", "name"): "symbols.dim is functools.cache'd: TypeError for a list",
-    ("symroof.workloads.transformer.decode", "traffic"):
-        "options.option: TypeError for an unhashable value (enum lookup)",
 }
 
 #: Bad values a function may accept with a meaning (not ignored): (function, param, repr).

@@ -102,7 +102,7 @@ def test_the_example_matches_with_its_formula_substitution_and_number():
 
 @pytest.mark.parametrize("body, fragment", [
     ('unit = "FLOPS/B"', "t.toml:14: claim 'gemm-square-8192' field 'unit': unknown unit"),
-    ('claimed = "2731"', "field 'claimed': expected a number"),
+    ('claimed = "2731"', "field 'claimed': expected a finite number"),
     ("colour = 3", "field 'colour': unknown field"),
     ('document = "999"', "field 'document': no [[document]]"),
     ('value = {workload = {builder = "gemmm", args = ["n", "n", "n"]}, q = "I"}',

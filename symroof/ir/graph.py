@@ -31,7 +31,7 @@ from symroof.ir.nodes import (Elementwise, Gather, Gemm, Kind, Move, Node, Op, R
 from symroof.ir.provenance import Provenance
 from symroof.symbols import b as _b
 
-__all__ = ["Graph"]
+__all__ = ["Graph", "require_graph"]
 
 
 @dataclass
@@ -333,3 +333,10 @@ class Graph:
     def __repr__(self) -> str:
         n_ops = sum(isinstance(x, Op) for x in self.nx.nodes)
         return f"Graph({self.name!r}, {n_ops} ops, {len(self.tensors)} tensors)"
+
+
+def require_graph(value: object, where: str) -> Graph:
+    """``value`` if it is a Graph; a SymroofError naming ``where`` otherwise."""
+    if not isinstance(value, Graph):
+        raise SymroofError(f"{where}: expected a symroof Graph, got {type(value).__name__}")
+    return value

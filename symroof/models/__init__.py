@@ -24,12 +24,16 @@ def names() -> tuple[str, ...]:
     return tuple(sorted(PRESETS))
 
 
-@cache
 def get(name: str) -> TransformerModel:
     """A preset model by name (unknown names suggest the closest ones)."""
     if not isinstance(name, str) or name not in PRESETS:
         raise SymroofError(f"unknown model {name!r}{suggest(str(name), PRESETS)}; "
                            f"known: {', '.join(sorted(PRESETS))}")
+    return _preset(name)
+
+
+@cache
+def _preset(name: str) -> TransformerModel:
     return PRESETS[name]()
 
 

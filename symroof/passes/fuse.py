@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from symroof.errors import SymroofError
-from symroof.ir import FusedGroup, Graph, Node, Op, Tensor
+from symroof.ir import FusedGroup, Graph, Node, Op, Tensor, require_graph
 
 __all__ = ["Fuse", "FusedGroup", "fuse", "unfuse"]  # FusedGroup: re-exported from symroof.ir
 
@@ -86,10 +86,25 @@ def _fuse_group(g: Graph, ops: list[Op], tile: sp.Expr | None) -> FusedGroup:
                       capacity, tile, tuple(restore))
 
 
+def _groups(groups: object, where: str) -> tuple[frozenset[str], ...]:
+    """Groups of op names, checked: an iterable of iterables of strings."""
+    if isinstance(groups, (str, bytes)) or not hasattr(groups, "__iter__"):
+        raise SymroofError(f"{where}: expected groups of op names, e.g. [{{'a', 'b'}}], "
+                           f"got {groups!r}")
+    out = []
+    for gr in groups:  # type: ignore[attr-defined]
+        if isinstance(gr, (str, bytes)) or not hasattr(gr, "__iter__") or \
+                not all(isinstance(n, str) for n in gr):
+            raise SymroofError(f"{where}: a group is a set of op names, got {gr!r}")
+        out.append(frozenset(gr))
+    return tuple(out)
+
+
 def fuse(graph: Graph, groups: Iterable[Iterable[str]], *,
          tile_capacity: Iterable[sp.Expr | None] = ()) -> Graph:
     """``graph`` with each group of op names fused into one kernel."""
-    gs = tuple(frozenset(gr) for gr in groups)
+    require_graph(graph, "fuse")
+    gs = _groups(groups, "fuse")
     if any(not gr for gr in gs):
         raise SymroofError("fuse: a group must name at least one op")
     return Fuse(gs, tuple(tile_capacity)).apply(graph)
@@ -98,8 +113,8 @@ def fuse(graph: Graph, groups: Iterable[Iterable[str]], *,
 def unfuse(graph: Graph, groups: Iterable[Iterable[str]]) -> Graph:
     """``graph`` with the named ops' fused groups undone: every crossing the fusion set
     to 0 gets its value from before (compulsory, tiled or a stated convention)."""
-    g = graph.copy()
-    names = {n for gr in groups for n in gr}
+    g = require_graph(graph, "unfuse").copy()
+    names = {n for gr in _groups(groups, "unfuse") for n in gr}
     for name in names:
         _op(g, name, "unfuse")
     kept = []

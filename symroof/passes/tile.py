@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from symroof.errors import SymroofError
-from symroof.ir import Gemm, Graph, OpGroup, as_dim
+from symroof.ir import Gemm, Graph, OpGroup, as_dim, require_graph
 
 __all__ = ["Tile", "tile", "gemm_loops"]
 
@@ -89,6 +89,10 @@ def _match(sizes: Mapping[sp.Expr, sp.Expr], extent: sp.Expr) -> sp.Expr | None:
 def tile(graph: Graph, tiles: Mapping[object, object], *, exact: bool = True) -> Graph:
     """``graph`` with its GEMM loops tiled: ``tiles`` maps a loop extent (a dimension
     such as ``M`` or ``B*S``) to its tile size (a number or symbol)."""
+    require_graph(graph, "tile")
+    if not isinstance(tiles, Mapping):
+        raise SymroofError(f"tile: expected a mapping of loop extent to tile size, e.g. "
+                           f"{{M: T}}, got {type(tiles).__name__}")
     pairs = []
     for dim, t in tiles.items():
         d = as_dim(dim, "tile dimension")

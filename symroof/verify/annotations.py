@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from symroof import budget
 from symroof.errors import SymroofError
 from symroof.files import read_text
 from symroof.verify.schema import Claim, ClaimFile, Document, validate_claim
@@ -134,4 +135,5 @@ def _toml(body: str, where: str) -> dict[str, Any]:
 
 def load_annotated(path: str | Path) -> ClaimFile:
     """The annotated claims of a Markdown or LaTeX file on disk."""
-    return annotated_claims(read_text(path, "document"), str(path))
+    return annotated_claims(read_text(path, "document", limit=budget.current().file_bytes),
+                            str(path))

@@ -261,7 +261,10 @@ def workload(spec: object, ctx: Context, env: Mapping[str, sp.Expr], where: str)
         if name not in BUILDERS:
             raise SymroofError(f"{where}.builder: unknown workload {name!r}"
                                f"{suggest(name, BUILDERS)}; expected one of {', '.join(BUILDERS)}")
-        args = [_arg(v, ctx, env, f"{where}.args") for v in s.get("args", [])]
+        raw_args = s.get("args", [])
+        if not isinstance(raw_args, list):
+            raise SymroofError(f"{where}.args: expected a list of arguments, got {raw_args!r}")
+        args = [_arg(v, ctx, env, f"{where}.args") for v in raw_args]
         if name in _MODEL_BUILDERS:
             args.insert(0, model(s.get("model"), ctx, env, f"{where}.model"))
         kwargs = {k: _arg(v, ctx, env, f"{where}.kwargs.{k}")
@@ -508,7 +511,10 @@ def _operation_node(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any
         known = [*OPERATIONS, *CONSTANTS]
         raise SymroofError(f"{where}: unknown operation {name!r}{suggest(name, known)}; "
                            f"expected one of {', '.join(known)}")
-    args = [evaluate(a, ctx, env, f"{where}.args") for a in node.get("args", [])]
+    raw_args = node.get("args", [])
+    if not isinstance(raw_args, list):
+        raise SymroofError(f"{where}.args: expected a list of arguments, got {raw_args!r}")
+    args = [evaluate(a, ctx, env, f"{where}.args") for a in raw_args]
     kwargs = {k: v if isinstance(v, bool) else evaluate(v, ctx, env, f"{where}.kwargs.{k}")
               for k, v in _table(node.get("kwargs", {}), f"{where}.kwargs").items()}
     return OPERATIONS[name](*args, **kwargs)

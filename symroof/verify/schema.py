@@ -35,6 +35,7 @@ claim is recorded on that claim and the others are still read.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -44,6 +45,7 @@ from typing import Any
 
 import sympy as sp
 
+from symroof import budget
 from symroof.errors import SymroofError
 from symroof.files import read_text
 from symroof.verify import units
@@ -195,8 +197,13 @@ def _validated(raw: Mapping[str, Any], line: int, text: str, path: str, document
                            f"known: {', '.join(sorted(documents))}")
     units.split(raw["unit"], at("unit"))
     claimed = raw.get("claimed")
-    if claimed is not None and (isinstance(claimed, bool) or not isinstance(claimed, (int, float))):
-        raise SymroofError(f"{at('claimed')}: expected a number as printed, got {claimed!r}")
+    if claimed is not None and (isinstance(claimed, bool) or not isinstance(claimed, (int, float))
+                                or not math.isfinite(claimed)):
+        raise SymroofError(f"{at('claimed')}: expected a finite number as printed, got "
+                           f"{claimed!r}")
+    for name in ("note", "source"):
+        if name in raw and not isinstance(raw[name], str):
+            raise SymroofError(f"{at(name)}: expected a string, got {raw[name]!r}")
     formula = raw.get("claimed_formula")
     if formula is not None and not isinstance(formula, str):
         raise SymroofError(f"{at('claimed_formula')}: expected a formula string, got {formula!r}")
@@ -293,4 +300,5 @@ def parse_claims(text: str, path: str = "<claims>") -> ClaimFile:
 
 def load_claims(path: str | Path) -> ClaimFile:
     """A claim file from disk (a regular file, UTF-8, under the size limit)."""
-    return parse_claims(read_text(path, "claim file"), str(path))
+    return parse_claims(read_text(path, "claim file", limit=budget.current().file_bytes),
+                        str(path))
