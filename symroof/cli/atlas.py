@@ -9,6 +9,7 @@ the atlases of the model at several number formats side by side.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,9 @@ from symroof.errors import SymroofError
 from symroof.hardware import UNITS
 from symroof.models import TransformerModel, resolve, transformer
 from symroof.precision import bytes_per_value
+from symroof.files import write_text
 from symroof.present.atlas import atlas_doc, atlas_lines, family_doc, family_lines
+from symroof.present.atlas_report import atlas_page
 from symroof.present.commands import dumps
 from symroof.workloads import decode, prefill, training
 
@@ -55,6 +58,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compare", default=None, metavar="KIND=P1,P2",
                    help="side by side at several formats: weights=bf16,fp8,int4 "
                         "(kinds: weights, kv_cache, activations)")
+    p.add_argument("--report", default=None, metavar="DIR",
+                   help="also write the atlas as a report page: DIR/atlas-WORKLOAD.md, .tex "
+                        "and charts/*.svg (the crossing curves)")
     p.add_argument("--max-degree", type=int, default=AtlasBudget.max_degree,
                    help=f"highest polynomial degree solved (default {AtlasBudget.max_degree})")
     p.add_argument("--atlas-seconds", type=float, default=AtlasBudget.seconds,
@@ -145,12 +151,26 @@ def _run(args: argparse.Namespace, out: Output) -> int:
                 out(line)
         return 0
     result = atlas(wl, **options)
+    if args.report is not None:
+        _write_page(result, values, args)
     if args.json:
         out(dumps(atlas_doc(result, values)))
         return 0
     for line in atlas_lines(result, values, args.format):
         out(line)
     return 0
+
+
+def _write_page(result: Any, values: dict[sp.Symbol, sp.Expr], args: argparse.Namespace) -> None:
+    """The atlas as a page in Markdown and LaTeX, with its curves, into ``--report``."""
+    command = "symroof atlas " + args.workload + (f" --model {args.model}" if args.model else "")
+    page = atlas_page(result, values, command)
+    folder = Path(args.report)
+    stem = f"atlas-{args.workload}" + (f"-{Path(args.model).stem}" if args.model else "")
+    texts = {folder / f"{stem}.md": page.markdown, folder / f"{stem}.tex": page.latex,
+             **{folder / "charts" / f"{c.id}.svg": c.svg for c in page.charts}}
+    for path, text_ in texts.items():  # all rendered above, before the first is written
+        write_text(path, text_)
 
 
 COMMANDS = (Command("atlas", "every crossover of a workload's F and Q parts and ridges",
