@@ -48,7 +48,8 @@ def _finite(x: object, what: str) -> sp.Expr:
         raise SymroofError(f"{what}: expected a number, got {type(x).__name__} {x!r}")
     if isinstance(x, float) and not math.isfinite(x):
         raise SymroofError(f"{what}: {x} is not a finite real number")
-    value = sp.Rational(repr(x)) if isinstance(x, float) else sp.sympify(x)
+    value = (sp.Rational(repr(x)) if isinstance(x, float) else sp.Integer(x)
+             if isinstance(x, int) else x)
     if not isinstance(value, sp.Expr) or value.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or \
             value.has(sp.I) or value.is_extended_real is False:
         raise SymroofError(f"{what}: {value} is not a finite real number")

@@ -54,7 +54,7 @@ class _Printer(JavascriptCodePrinter):
 
 def js_expression(expr: object) -> str:
     """``expr`` (no free symbols but ``v.<name>``) as one JavaScript expression."""
-    e = sp.sympify(expr)
+    e = sp.Integer(expr) if isinstance(expr, int) and not isinstance(expr, bool) else expr
     if not isinstance(e, sp.Expr) or e.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
         raise SymroofError(f"page formula: expected a finite expression, got {e}")
     for c in e.atoms(sp.Integer):
@@ -72,7 +72,9 @@ def js_function(expr: object) -> Markup:
     """``expr`` as ``function (v) { return (numerator)/(denominator); }`` (a polynomial
     without the division), marked safe for an HTML template: only names, numbers and
     arithmetic get through."""
-    numerator, denominator = sp.fraction(sp.cancel(sp.sympify(expr)))
+    if not isinstance(expr, sp.Expr):
+        raise SymroofError(f"page formula: expected a SymPy expression, got {expr!r}")
+    numerator, denominator = sp.fraction(sp.cancel(expr))
     body = js_expression(numerator) if denominator == 1 else \
         f"({js_expression(numerator)})/({js_expression(denominator)})"
     return Markup(f"function (v) {{ return {body}; }}")
