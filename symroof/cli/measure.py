@@ -22,7 +22,7 @@ from symroof.cli.base import Command, Output
 from symroof.cli.common import parse_sets
 from symroof.errors import SymroofError
 from symroof.files import write_text
-from symroof.measure import (measure_decode, measure_gemm, measure_machine, measure_prefill,
+from symroof.measure import (Machine, measure_decode, measure_gemm, measure_machine, measure_prefill,
                              write_chip_file)
 from symroof.present.charts import roofline_pgfplots, roofline_svg
 from symroof.present.measure import gemm_chart, gemm_lines, machine_lines, model_lines
@@ -51,6 +51,13 @@ def _ints(values: tuple[sp.Expr, ...], name: str) -> list[int]:
     return [int(v) for v in values]
 
 
+def _target(args: argparse.Namespace) -> Machine | str:
+    """The chip the bounds use: ``--hardware``, or this machine measured now."""
+    if args.hardware:
+        return str(args.hardware)
+    return measure_machine(reps=args.reps, precisions=[args.precision])
+
+
 def _run(args: argparse.Namespace, out: Output) -> int:
     if args.reps < 1:
         raise SymroofError(f"--reps: expected a positive integer, got {args.reps}")
@@ -72,8 +79,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             raise SymroofError("--set: measure gemm takes M, N and K")
         ms, ns, ks = (_ints(sets.get(s, (sp.Integer(1024),)), s.name) for s in (M, N, K))
         shapes = [(m, n, k) for n in ns for k in ks for m in ms]
-        hw = args.hardware if args.hardware else measure_machine(
-            reps=args.reps, precisions=[args.precision])
+        hw = _target(args)
         sweep = measure_gemm(shapes, hw, precision=args.precision, reps=args.reps,
                              flush_cache=args.cold)
         if args.chart:
@@ -91,8 +97,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     sets = parse_sets(args.set or [], {B, S})
     batches = _ints(sets.get(B, (sp.Integer(1), sp.Integer(8))), "B")
     lengths = _ints(sets.get(S, (sp.Integer(128),)), "S")
-    hw = args.hardware if args.hardware else measure_machine(reps=args.reps,
-                                                             precisions=[args.precision])
+    hw = _target(args)
     if args.what == "decode":
         run = measure_decode(args.model, hw, batches=batches, pasts=lengths,
                              precision=args.precision, reps=args.reps)

@@ -165,6 +165,14 @@ def _table(value: object, where: str) -> Mapping[str, Any]:
     return value
 
 
+def _args(node: Mapping[str, Any], where: str) -> list[Any]:
+    """A node's ``args``: a list (none when absent)."""
+    raw = node.get("args", [])
+    if not isinstance(raw, list):
+        raise SymroofError(f"{where}.args: expected a list of arguments, got {raw!r}")
+    return raw
+
+
 def _text(value: object, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise SymroofError(f"{where}: expected a name, got {value!r}")
@@ -261,10 +269,7 @@ def workload(spec: object, ctx: Context, env: Mapping[str, sp.Expr], where: str)
         if name not in BUILDERS:
             raise SymroofError(f"{where}.builder: unknown workload {name!r}"
                                f"{suggest(name, BUILDERS)}; expected one of {', '.join(BUILDERS)}")
-        raw_args = s.get("args", [])
-        if not isinstance(raw_args, list):
-            raise SymroofError(f"{where}.args: expected a list of arguments, got {raw_args!r}")
-        args = [_arg(v, ctx, env, f"{where}.args") for v in raw_args]
+        args = [_arg(v, ctx, env, f"{where}.args") for v in _args(s, where)]
         if name in _MODEL_BUILDERS:
             args.insert(0, model(s.get("model"), ctx, env, f"{where}.model"))
         kwargs = {k: _arg(v, ctx, env, f"{where}.kwargs.{k}")
@@ -511,10 +516,7 @@ def _operation_node(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any
         known = [*OPERATIONS, *CONSTANTS]
         raise SymroofError(f"{where}: unknown operation {name!r}{suggest(name, known)}; "
                            f"expected one of {', '.join(known)}")
-    raw_args = node.get("args", [])
-    if not isinstance(raw_args, list):
-        raise SymroofError(f"{where}.args: expected a list of arguments, got {raw_args!r}")
-    args = [evaluate(a, ctx, env, f"{where}.args") for a in raw_args]
+    args = [evaluate(a, ctx, env, f"{where}.args") for a in _args(node, where)]
     kwargs = {k: v if isinstance(v, bool) else evaluate(v, ctx, env, f"{where}.kwargs.{k}")
               for k, v in _table(node.get("kwargs", {}), f"{where}.kwargs").items()}
     return OPERATIONS[name](*args, **kwargs)
