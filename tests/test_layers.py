@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("symroof.workloads",),
     ("symroof.models",),
     ("symroof.display", "symroof.evaluate"),
-    ("symroof.solve", "symroof.footprint", "symroof.levels", "symroof.bounds"),
+    ("symroof.solve", "symroof.footprint", "symroof.levels", "symroof.bounds", "symroof.training"),
     ("symroof.measure", "symroof.atlas", "symroof.verify"),
     ("symroof.present",),
     ("symroof.cli",),

@@ -206,3 +206,64 @@ def test_backward_records_typed_provenance_and_roles():
     assert {x.name for x in t.tensors if x.role is Role.GRADIENT} == {"d:y", "d:W:y", "d:x:y"}
     with pytest.raises(SymroofError, match="already has a backward pass"):
         backward(t)
+
+
+# ---------------------------------------------------------------------------
+# recompute strategies and dropout
+
+
+def test_recompute_flags_keep_their_meaning():
+    """recompute=True is the FlashAttention strategy, False none: the flag's two settings."""
+    m = transformer(layers=L, d_model=D, heads=H)
+    assert_formula_equal(training(m, B, S, recompute=True).flops,
+                         training(m, B, S, recompute="flash").flops)
+    assert_formula_equal(training(m, B, S, recompute=False).flops,
+                         training(m, B, S, recompute="none").flops)
+    with pytest.raises(SymroofError, match="recompute: expected one of none, flash"):
+        training(m, B, S, recompute="some")
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_selective_and_full_recompute_flops(fused):
+    """Selective recomputation runs the attention core's two products again (QK^T and
+    the product with V); full recomputation the whole layer's forward. FlashAttention's
+    own recomputed QK^T is that same recomputation (one copy, not two)."""
+    m = transformer(layers=L, d_model=D, heads=H, vocab=V)
+    fwd = prefill(m, B, S)
+    core = fwd.per_op["scores"].flops + fwd.per_op["pv"].flops
+    layer = fwd.flops - fwd.per_op["lm_head"].flops
+    assert_formula_equal(training(m, B, S, fused=fused, recompute="selective").flops,
+                         3 * fwd.flops + core)
+    assert_formula_equal(training(m, B, S, fused=fused, recompute="full").flops,
+                         3 * fwd.flops + layer)
+
+
+def test_dropout_adds_no_contraction_flops():
+    """Dropout is elementwise: a mask drawn and a product; contractions are unchanged, and
+    with ops="all" each dropout costs its two passes forward and one backward."""
+    plain = transformer(layers=L, d_model=D, heads=H)
+    drop = transformer(layers=L, d_model=D, heads=H, attention_dropout=0.1, hidden_dropout=0.1)
+    assert_formula_equal(training(drop, B, S).flops, training(plain, B, S).flops)
+    extra = training(drop, B, S, ops="all", fused=False).flops - \
+        training(plain, B, S, ops="all", fused=False).flops
+    # per layer: attention dropout on B H S^2 values, two hidden dropouts on B S D; and the
+    # input's dropout on B S D: forward mask 1 + apply 1, backward 1 per value
+    assert_formula_equal(extra, 3 * (L * (B * H * S**2 + 2 * B * S * D) + B * S * D))
+
+
+def test_dropout_only_in_training_graphs():
+    """Serving runs no dropout: prefill of a model with dropout is the model's without."""
+    plain = transformer(layers=L, d_model=D, heads=H)
+    drop = transformer(layers=L, d_model=D, heads=H, attention_dropout=0.1, hidden_dropout=0.1)
+    assert_formula_equal(prefill(drop, B, S).bytes, prefill(plain, B, S).bytes)
+
+
+def test_dropout_fields_are_checked():
+    for bad in (1, -0.1, 1.5):
+        with pytest.raises(SymroofError, match="attention_dropout: expected a probability"):
+            transformer(layers=2, d_model=8, heads=2, attention_dropout=bad)
+    with pytest.raises(SymroofError, match="dropout_mask_bytes"):
+        transformer(layers=2, d_model=8, heads=2, dropout_mask_bytes=0)
+    latent = get("deepseek-v3").replace(attention_dropout=0.1)
+    with pytest.raises(SymroofError, match="attention_dropout: not modelled with latent"):
+        training_graph(latent, 1, 8)

@@ -49,6 +49,7 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("check", "symroof.cli.check", "verify the claims annotated in a Markdown/LaTeX file"),
     Entry("plot", "symroof.cli.plot", "charts: a chip's roofline with workloads, or a crossover"),
     Entry("measure", "symroof.cli.measure", "the machine at hand; measured times beside bounds"),
+    Entry("train", "symroof.cli.train", "training memory per GPU, whether it fits, FLOPs, days"),
 )
 
 

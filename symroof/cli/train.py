@@ -1,0 +1,96 @@
+"""``symroof train``: memory per GPU by part and whether it fits, FLOPs per step, the
+pipeline bubble, and the days a token budget takes at a stated MFU."""
+
+from __future__ import annotations
+
+import argparse
+
+import sympy as sp
+
+from symroof.cli.common import Command, Output, choices
+from symroof.errors import SymroofError
+from symroof.models import resolve
+from symroof.options import Causal, Recompute, Statistics
+from symroof.parse import parse_expr
+from symroof.present.commands import dumps
+from symroof.present.training import train_json, train_lines
+from symroof.training.layout import TrainingLayout
+from symroof.training.plan import plan_training
+
+__all__ = ["COMMANDS"]
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="a preset name or a config.json path")
+    p.add_argument("--hardware", required=True, help="a chip name (symroof hardware list)")
+    p.add_argument("--seq", required=True, help="tokens per sequence")
+    p.add_argument("--micro-batch", default="1", help="sequences per micro-batch (default 1)")
+    p.add_argument("--global-batch", default=None,
+                   help="sequences per optimizer step (default: micro-batch x dp x pp)")
+    for flag, what in (("--tp", "tensor"), ("--pp", "pipeline"), ("--dp", "data")):
+        p.add_argument(flag, default="1", help=f"{what}-parallel degree (default 1)")
+    p.add_argument("--zero", default="0", choices=["0", "1", "2", "3"],
+                   help="ZeRO stage over the data-parallel replicas (default 0)")
+    p.add_argument("--sequence-parallel", action="store_true",
+                   help="split the norms' and dropouts' activations too (needs --tp)")
+    p.add_argument("--recompute", default=Recompute.SELECTIVE.value, choices=choices(Recompute),
+                   help="what the backward pass recomputes (default selective)")
+    p.add_argument("--unfused", action="store_true",
+                   help="attention without FlashAttention (the S x S matrices in memory)")
+    p.add_argument("--causal", default=Causal.HALF.value, choices=choices(Causal),
+                   help="how the causal mask reduces attention's FLOPs (default half)")
+    p.add_argument("--statistics", default=Statistics.SAVED.value, choices=choices(Statistics),
+                   help="count per-row fp32 statistics (default saved)")
+    p.add_argument("--dropout", default=None,
+                   help="attention and hidden dropout probability (default: the model's)")
+    p.add_argument("--precision", default="bf16", help="weights, activations and peak")
+    p.add_argument("--tokens", default=None, help="a token budget, e.g. 300e9 (with --mfu)")
+    p.add_argument("--mfu", default=None, help="model FLOPs utilization, e.g. 0.5")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _number(text: str | None, flag: str) -> sp.Expr | None:
+    """A number typed on the command line (no symbols)."""
+    if text is None:
+        return None
+    value = parse_expr(text, {}, what=flag)
+    if not value.is_number:
+        raise SymroofError(f"{flag} {text!r}: expected a number")
+    return value
+
+
+def _count(text: str, flag: str) -> int:
+    value = _number(text, flag)
+    if value is None or not (value.is_integer and value.is_positive):
+        raise SymroofError(f"{flag} {text!r}: expected a positive whole number")
+    return int(value)
+
+
+def _run(args: argparse.Namespace, out: Output) -> int:
+    model = resolve(args.model)
+    dropout = _number(args.dropout, "--dropout")
+    if dropout is not None:
+        model = model.replace(attention_dropout=dropout, hidden_dropout=dropout)
+    tp = _count(args.tp, "--tp")
+    if args.sequence_parallel and tp == 1:
+        raise SymroofError("--sequence-parallel: splits activations over the tensor-parallel "
+                           "group; give --tp above 1")
+    layout = TrainingLayout(tp=tp, pp=_count(args.pp, "--pp"), dp=_count(args.dp, "--dp"),
+                            zero=int(args.zero), sequence_parallel=args.sequence_parallel)
+    glob = None if args.global_batch is None else _count(args.global_batch, "--global-batch")
+    plan = plan_training(model, args.hardware, seq=_count(args.seq, "--seq"),
+                         micro_batch=_count(args.micro_batch, "--micro-batch"),
+                         global_batch=glob, layout=layout, recompute=args.recompute,
+                         fused=not args.unfused, causal=args.causal,
+                         statistics=args.statistics, precision=args.precision,
+                         tokens=_number(args.tokens, "--tokens"), mfu=_number(args.mfu, "--mfu"))
+    if args.json:
+        out(dumps(train_json(plan)))
+        return 0
+    for line in train_lines(plan):
+        out(line)
+    return 0
+
+
+COMMANDS = (Command("train", "training memory per GPU, whether it fits, FLOPs, days",
+                    _configure, _run),)
