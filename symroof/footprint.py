@@ -104,6 +104,8 @@ def capacity(model: TransformerModel, hw: HardwareSpec | str, *, context: object
     model whose bytes per value are the free symbol ``b`` (a preset) is counted at
     ``precision``; set other formats with ``model.with_precision(...)``.
     """
+    if not isinstance(model, TransformerModel):
+        raise SymroofError(f"capacity: expected a transformer model, got {type(model).__name__}")
     spec = hardware.resolve(hw)
     if not isinstance(tp, int) or isinstance(tp, bool) or tp < 1:
         raise SymroofError(f"capacity tp: expected a positive integer, got {tp!r}")

@@ -185,3 +185,22 @@ def test_capacity_of_a_preset_is_counted_at_the_precision():
     assert capacity(m, "h100-sxm", context=8192, tp=4) == 66
     assert capacity(m, "h100-sxm", context=8192, tp=4, precision="fp8") == 185
     assert (320e9 - 70553706496 * 2) / (327680 * 8192) == pytest.approx(66.6, rel=1e-3)
+
+
+def test_capacity_rejects_non_models():
+    with pytest.raises(SymroofError, match="capacity: expected a transformer model, got str"):
+        capacity("llama-3-8b", "h100-sxm", context=1024)  # type: ignore[arg-type]
+
+
+def test_training_memory_under_each_recompute_strategy():
+    """memory(training=True) takes the strategy: the seeds' model keeps 14 BSD values a
+    layer with FlashAttention or selective recomputation, each layer's input with full,
+    and the S x S probabilities too with none (unfused: the softmax's output)."""
+    m = transformer(layers=L, d_model=D, heads=H)
+    acts = {r: memory(m, batch=B, context=S, training=True, recompute=r,
+                      statistics="ignored").activations
+            for r in ("none", "flash", "selective", "full")}
+    assert_formula_equal(acts["flash"], 14 * B * S * D * L * b)
+    assert_formula_equal(acts["selective"], acts["flash"])
+    assert_formula_equal(acts["full"], B * S * D * L * b)
+    assert_formula_equal(acts["none"], 14 * B * S * D * L * b + B * H * S**2 * L * b)

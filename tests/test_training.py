@@ -267,3 +267,23 @@ def test_dropout_fields_are_checked():
     latent = get("deepseek-v3").replace(attention_dropout=0.1)
     with pytest.raises(SymroofError, match="attention_dropout: not modelled with latent"):
         training_graph(latent, 1, 8)
+
+
+def test_backward_saves_declarations():
+    """What each elementwise op's gradient reads, declared per op: a softmax its output, so
+    its input (the scores) is not kept; unknown op names and kinds are refused."""
+    g = Graph("soft")
+    s_ = g.gemm(g.input("q", (M, K)), g.input("k", (N, K)), transpose_b=True, name="scores")
+    p_ = g.elementwise(s_, name="softmax", flops_per_element=5)
+    g.output(g.gemm(p_, g.input("v", (N, K)), name="pv"))
+    from symroof.passes.saved import saved_tensors
+    default = {s.tensor.name for s in saved_tensors(backward(g))}
+    declared = {s.tensor.name for s in saved_tensors(backward(g, saves={"softmax": "output"}))}
+    assert default == {"q", "k", "v", "scores", "softmax"}   # reads its input: scores kept
+    assert declared == {"q", "k", "v", "softmax"}
+    with pytest.raises(SymroofError, match="saves names no op of graph 'soft': soft_max"):
+        backward(g, saves={"soft_max": "output"})
+    with pytest.raises(SymroofError, match=r"saves\['softmax'\]: expected one of inputs"):
+        backward(g, saves={"softmax": "outputs"})
+    with pytest.raises(SymroofError, match="backward: expected a Graph"):
+        backward("graph")  # type: ignore[arg-type]

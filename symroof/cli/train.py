@@ -33,8 +33,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="ZeRO stage over the data-parallel replicas (default 0)")
     p.add_argument("--sequence-parallel", action="store_true",
                    help="split the norms' and dropouts' activations too (needs --tp)")
-    p.add_argument("--recompute", default=Recompute.SELECTIVE.value, choices=choices(Recompute),
-                   help="what the backward pass recomputes (default selective)")
+    p.add_argument("--recompute", default=Recompute.FLASH.value, choices=choices(Recompute),
+                   help="what the backward pass recomputes (default flash)")
     p.add_argument("--unfused", action="store_true",
                    help="attention without FlashAttention (the S x S matrices in memory)")
     p.add_argument("--causal", default=Causal.HALF.value, choices=choices(Causal),

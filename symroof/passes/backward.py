@@ -106,6 +106,8 @@ class Backward:
 
     def apply(self, graph: Graph) -> Graph:
         """A new graph; ``graph`` is not changed."""
+        if not isinstance(graph, Graph):
+            raise SymroofError(f"{self.name}: expected a Graph, got {type(graph).__name__}")
         graph.validate()
         if not graph.outputs:
             raise SymroofError(f"{self.name}: graph {graph.name!r} has no outputs, so no "

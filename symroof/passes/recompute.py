@@ -13,6 +13,10 @@ shape of the forward graph (no op names).
   runs again, every other op of the block, as activation checkpointing re-runs a
   layer's forward.
 
+A value is recomputed once, whatever reads it: under ``full`` with fused attention,
+FlashAttention's backward reads the layer's recomputed QK^T (a real kernel computes it
+once more, so the hardware FLOPs are one QK^T per layer low there).
+
 >>> from symroof.models import transformer
 >>> from symroof.workloads.layers import forward_graph
 >>> g = forward_graph(transformer(layers=2, d_model=8, heads=2), batch=1, seq=4, fused=False)

@@ -99,7 +99,7 @@ def _at_precision(m: TransformerModel, precision: str) -> TransformerModel:
 def plan_training(model: TransformerModel | str, hardware: HardwareSpec | str, *, seq: object,
                   micro_batch: object = 1, global_batch: object | None = None,
                   layout: TrainingLayout = TrainingLayout(),
-                  recompute: Recompute | bool | str = Recompute.SELECTIVE, fused: bool = True,
+                  recompute: Recompute | bool | str = Recompute.FLASH, fused: bool = True,
                   causal: Causal | bool | str = Causal.HALF,
                   statistics: Statistics | str = Statistics.SAVED, precision: str = "bf16",
                   tokens: object | None = None, mfu: object | None = None) -> TrainingPlan:
