@@ -165,10 +165,7 @@ CALLS = _calls()
 
 #: Combinations whose refusal is owed by a module this project's other developers own
 #: (see the issue 17 report); strict=False so that their fix does not fail this test.
-ELSEWHERE: dict[tuple[str, str], str] = {
-    ("symroof.footprint.capacity", "model"): "footprint.capacity: AttributeError for a non-model",
-    ("symroof.passes.backward.backward", "graph"): "passes: AttributeError for a non-Graph",
-}
+ELSEWHERE: dict[tuple[str, str], str] = {}  # (function, parameter) still to fix, with why
 
 #: Bad values a function may accept with a meaning (not ignored): (function, param, repr).
 ACCEPTED = {
