@@ -14,6 +14,7 @@ from functools import cached_property
 from types import MappingProxyType
 
 import sympy as sp
+from sympy.polys.rings import sring
 
 from symroof.cost import Convention, Cost, op_costs
 from symroof.errors import SymroofError
@@ -21,7 +22,28 @@ from symroof.ir import Graph, Kind, OpGroup, as_expr
 from symroof.options import FlopCount, renamed
 from symroof.rich import Rich
 
-__all__ = ["Analysis", "Workload", "analyze", "graph_assumptions"]
+__all__ = ["Analysis", "Workload", "analyze", "graph_assumptions", "ratio"]
+
+
+def ratio(num: sp.Expr, den: sp.Expr) -> sp.Expr:
+    """``factor_terms(cancel(num/den))``: one fraction in lowest terms, common factors out.
+
+    Two polynomials with rational coefficients (every FLOP and byte count of a graph
+    without a fractional dimension) are cancelled in SymPy's polynomial ring directly,
+    which gives the same expression without ``cancel``'s rewriting of the quotient first.
+
+    >>> from symroof.symbols import n, b
+    >>> ratio(2*n**3, 3*n**2*b)
+    2*n/(3*b)
+    """
+    if num.is_polynomial() and den.is_polynomial() and (num.free_symbols or den.free_symbols):
+        ring, (p, q) = sring((num, den))
+        if ring.domain.is_ZZ or ring.domain.is_QQ:
+            if not p:  # zero: cancel's answer
+                return sp.Integer(0)
+            p, q = p.cancel(q)
+            return sp.factor_terms(p.as_expr() / q.as_expr())
+    return sp.factor_terms(sp.cancel(num / den))
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,7 +106,7 @@ class Analysis(Rich):
         if self.bytes == 0:
             raise SymroofError(f"graph {self.graph.name!r}: no counted traffic, "
                                "so intensity is undefined")
-        return sp.factor_terms(sp.cancel(self.flops / self.bytes))
+        return ratio(self.flops, self.bytes)
 
     @cached_property
     def flops_by_operand(self) -> Mapping[str, sp.Expr]:
@@ -126,7 +148,7 @@ class Analysis(Rich):
         if name not in self.per_op:
             raise SymroofError(f"graph {self.graph.name!r}: no op named {name!r}")
         c = self.per_op[name].only(self.convention.traffic)
-        return sp.factor_terms(sp.cancel(c.flops / c.bytes))
+        return ratio(c.flops, c.bytes)
 
     @renamed(flops="flop_count")
     def with_convention(self, **changes: object) -> Analysis:

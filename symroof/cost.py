@@ -33,20 +33,38 @@ __all__ = ["Cost", "FlopCount", "Convention", "cost_rule", "op_cost", "op_costs"
            "RULES"]
 
 _ZERO = sp.Integer(0)
+_ONE = sp.Integer(1)
+
+
+def _times(a: Any, b: Any) -> Any:
+    """``a * b``, skipping SymPy's multiplication where a factor is exactly 1 (most
+    crossing factors, fractions touched and counts are): the same expression either
+    way, since SymPy drops a factor of 1 (the order of the factors is kept, as it decides
+    whether a number is distributed over a sum)."""
+    if b is _ONE or (type(b) is int and b == 1):
+        return a
+    if a is _ONE or (type(a) is int and a == 1):
+        return b
+    return a * b
+
+
+def _sum(terms: list[sp.Expr]) -> sp.Expr:
+    """``Add(*terms)`` without SymPy's work for a single term (the same expression)."""
+    return terms[0] if len(terms) == 1 else sp.Add(*terms)
 
 
 def _freeze(d: Mapping[Kind, sp.Expr]) -> Mapping[Kind, sp.Expr]:
     return MappingProxyType({k: d[k] for k in Kind if k in d and d[k] != 0})
 
 
-def _sum_by_kind(parts: Iterable[Mapping[Kind, sp.Expr]], scale: sp.Expr = sp.Integer(1)
+def _sum_by_kind(parts: Iterable[Mapping[Kind, sp.Expr]], scale: sp.Expr = _ONE
                  ) -> Mapping[Kind, sp.Expr]:
     """Per kind, one ``Add`` of every part's terms (pairwise sums would be quadratic)."""
     terms: dict[Kind, list[sp.Expr]] = {}
     for part in parts:
         for k, v in part.items():
             terms.setdefault(k, []).append(v)
-    return _freeze({k: scale * sp.Add(*vs) for k, vs in terms.items()})
+    return _freeze({k: _times(scale, _sum(vs)) for k, vs in terms.items()})
 
 
 @dataclass(frozen=True)
@@ -165,8 +183,8 @@ cost_rule = RULES.register
 def _gemm(op: Gemm, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr]]:
     batch, m, n, k = op.dims
     outputs = prod(batch) * m * n * op.work_fraction
-    per_output = {FlopCount.TWO_PER_MAC: 2 * k, FlopCount.ONE_PER_MAC: k,
-                  FlopCount.EXACT: 2 * k - 1}[conv.flop_count]
+    per_output = {FlopCount.TWO_PER_MAC: lambda: 2 * k, FlopCount.ONE_PER_MAC: lambda: k,
+                  FlopCount.EXACT: lambda: 2 * k - 1}[conv.flop_count]()
     return outputs * per_output, {}
 
 
@@ -209,15 +227,15 @@ def op_cost(graph: Graph, op: Op, convention: Convention = Convention()) -> Cost
         flops = _ZERO
     read: dict[Kind, list[sp.Expr]] = {}
     for t in dict.fromkeys(op.inputs):  # an operand used twice (x @ x^T) is read once
-        amount = graph.crossings(t, op) * touched.get(t.name, 1) * t.nbytes
+        amount = _times(_times(graph.crossings(t, op), touched.get(t.name, 1)), t.nbytes)
         read.setdefault(t.kind, []).append(amount)
     written: dict[Kind, list[sp.Expr]] = {}
     for t in op.outputs:
-        amount = graph.crossings(op, t) * touched.get(t.name, 1) * t.nbytes
+        amount = _times(_times(graph.crossings(op, t), touched.get(t.name, 1)), t.nbytes)
         written.setdefault(t.kind, []).append(amount)
     count = graph.count(op)
-    return Cost(flops * count, {k: count * sp.Add(*v) for k, v in read.items()},
-                {k: count * sp.Add(*v) for k, v in written.items()})
+    return Cost(_times(flops, count), {k: _times(count, _sum(v)) for k, v in read.items()},
+                {k: _times(count, _sum(v)) for k, v in written.items()})
 
 
 def op_costs(graph: Graph, convention: Convention = Convention()) -> Mapping[str, Cost]:

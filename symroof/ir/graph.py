@@ -28,6 +28,7 @@ import sympy as sp
 from symroof.errors import SymroofError
 from symroof.ir.nodes import (Elementwise, Gather, Gemm, Kind, Move, Node, Op, Reduce, Role,
                               Tensor, View, as_dim, as_expr, prod)
+from symroof.ir.order import TrackedDiGraph, topological_order, version
 from symroof.ir.provenance import Provenance
 from symroof.symbols import b as _b
 
@@ -49,12 +50,16 @@ class Graph:
 
     def __init__(self, name: str = "graph") -> None:
         self.name = name
-        self.nx = nx.DiGraph()
+        self.nx: nx.DiGraph = TrackedDiGraph()
         self._inputs: list[Tensor] = []
         self._outputs: list[Tensor] = []
         self._names: dict[str, Node] = {}
         self._scope = _Scope()
         self._provenance = Provenance()
+        # the topological order and a passed validation, for the nx graph and version
+        # they were computed at (a change of a node or an edge, or a new nx, drops them)
+        self._order: tuple[object, int, tuple[Node, ...] | None] | None = None
+        self._valid: tuple[object, int, int] | None = None
 
     # -- building ---------------------------------------------------------
 
@@ -300,8 +305,22 @@ class Graph:
     def ops(self) -> tuple[Op, ...]:
         """Ops in a deterministic topological order (validates first)."""
         self.validate()
-        order = nx.lexicographical_topological_sort(self.nx, key=lambda n: n.name)
+        order = self._sorted()
+        assert order is not None  # validate() refused a cycle
         return tuple(n for n in order if isinstance(n, Op))
+
+    def _sorted(self) -> tuple[Node, ...] | None:
+        """Every node in topological order, ties broken by name (None for a cycle),
+        sorted once per version of the nx graph."""
+        at = version(self.nx)
+        if at is not None and self._order is not None and self._order[0] is self.nx \
+                and self._order[1] == at:
+            return self._order[2]
+        order: tuple[Node, ...] | None = topological_order(  # type: ignore[assignment]
+            self.nx, key=_name)
+        if at is not None:
+            self._order = (self.nx, at, order)
+        return order
 
     @property
     def tensors(self) -> tuple[Tensor, ...]:
@@ -309,16 +328,24 @@ class Graph:
         return tuple(n for n in self.nx.nodes if isinstance(n, Tensor))
 
     def validate(self) -> None:
-        """Raise SymroofError naming the node if the graph is malformed."""
-        if not nx.is_directed_acyclic_graph(self.nx):
+        """Raise SymroofError naming the node if the graph is malformed (a graph that
+        passed is not checked again until a node or an edge changes)."""
+        at = version(self.nx)
+        key = None if at is None else (self.nx, at, len(self._inputs))
+        if key is not None and self._valid is not None and self._valid[0] is self.nx \
+                and self._valid[1:] == key[1:]:
+            return
+        if self._sorted() is None:
             cycle = nx.find_cycle(self.nx)
             names = " -> ".join(u.name for u, _ in cycle)
             raise SymroofError(f"graph {self.name!r}: cycle through {names}")
         declared = set(self._inputs)
+        pred = self.nx.pred
         for t in self.tensors:
-            if t not in declared and self.producer(t) is None:
+            if t not in declared and not pred[t]:
                 raise SymroofError(f"graph {self.name!r}: tensor {t.name!r} has no producer "
                                    "and is not declared as an input")
+        self._valid = key
 
     def copy(self, name: str | None = None) -> Graph:
         """An independent copy (passes change copies, never the graph they are given)."""
@@ -333,6 +360,10 @@ class Graph:
     def __repr__(self) -> str:
         n_ops = sum(isinstance(x, Op) for x in self.nx.nodes)
         return f"Graph({self.name!r}, {n_ops} ops, {len(self.tensors)} tensors)"
+
+
+def _name(node: Node) -> str:
+    return node.name
 
 
 def require_graph(value: object, where: str) -> Graph:

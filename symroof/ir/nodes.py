@@ -67,19 +67,37 @@ class OpGroup(StrEnum):
 @dataclass_transform(frozen_default=True)
 def node(cls: type[T]) -> type[T]:
     """A frozen dataclass whose hash is computed once (nodes are hashed on every graph
-    lookup, and hashing their SymPy fields dominates large derivations)."""
+    lookup, and hashing their SymPy fields dominates large derivations).
+
+    What a node caches (its hash, :func:`cached` values) lives in its ``__dict__`` under
+    names starting with ``_``; pickles and copies leave it out, since a hash is only
+    valid in the process that computed it."""
     cls = dataclass(frozen=True)(cls)
     field_hash: Callable[[Any], int] = cls.__hash__
 
     def __hash__(self: Any) -> int:
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = field_hash(self)
-            object.__setattr__(self, "_hash", cached)
-        return cached
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = field_hash(self)
+            object.__setattr__(self, "_hash", found)
+        return found
+
+    def __getstate__(self: Any) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
 
     cls.__hash__ = __hash__  # type: ignore[method-assign]
+    cls.__getstate__ = __getstate__  # type: ignore[method-assign]
     return cls
+
+
+def cached(self: Any, key: str, make: Callable[[], T]) -> T:
+    """``make()``, computed once per node and kept in its ``__dict__`` under ``key``
+    (a frozen node's derived values, such as a tensor's size, never change)."""
+    found = self.__dict__.get(key)
+    if found is None:
+        found = make()
+        object.__setattr__(self, key, found)
+    return found
 
 
 # ---------------------------------------------------------------------------
@@ -122,14 +140,42 @@ def _brief(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _amount(value: object, what: str, *, zero: bool) -> sp.Expr:
-    """A finite, real, non-negative (``zero``) or positive count such as FLOPs per element."""
-    expr = as_expr(value, what)
+def _plain(value: object, *, zero: bool = False) -> sp.Expr | None:
+    """``value`` as a SymPy object when it is plainly valid (a positive symbol, a positive
+    or, with ``zero``, non-negative integer or fraction), else None: nodes check their
+    common fields this way, before and without building an error message."""
+    if isinstance(value, sp.Symbol):
+        return value if value.is_positive else None
+    if isinstance(value, sp.Rational):  # Integer too; .p is the numerator, .q > 0
+        return value if value.p > 0 or (zero and value.p == 0) else None
+    if type(value) is int:
+        return sp.Integer(value) if value > 0 or (zero and value == 0) else None
+    return None
+
+
+def _plain_dim(value: object) -> sp.Expr | None:
+    """``value`` when it is plainly a dimension (a positive integer symbol or number)."""
+    if isinstance(value, sp.Symbol):
+        return value if value.is_integer and value.is_positive else None
+    if isinstance(value, sp.Integer):
+        return value if value.p > 0 else None
+    if type(value) is int:
+        return sp.Integer(value) if value > 0 else None
+    return None
+
+
+def _amount(value: object, what: Callable[[], str], *, zero: bool) -> sp.Expr:
+    """A finite, real, non-negative (``zero``) or positive count such as FLOPs per element
+    (``what()`` names it in an error)."""
+    plain = _plain(value, zero=zero)
+    if plain is not None:
+        return plain
+    expr = as_expr(value, what())
     bad = expr.has(sp.oo, -sp.oo, sp.zoo, sp.nan, sp.I)
     if bad or expr.is_negative or expr.is_real is False or (not zero and expr.is_zero) or (
             expr.is_number and not (expr.is_nonnegative if zero else expr.is_positive)):
         kind = "non-negative" if zero else "positive"
-        raise SymroofError(f"{what}: expected a finite, {kind} number, got {expr}")
+        raise SymroofError(f"{what()}: expected a finite, {kind} number, got {expr}")
     return expr
 
 
@@ -146,7 +192,11 @@ def as_dim(value: object, what: str) -> sp.Expr:
     return expr
 
 
-def _as_bytes(value: object, what: str) -> sp.Expr:
+def _as_bytes(value: object, tensor: str) -> sp.Expr:
+    plain = _plain(value)
+    if plain is not None:
+        return plain
+    what = f"tensor {tensor!r} bytes_per_value"
     expr = as_expr(value, what)
     if expr.is_positive is False or expr.is_zero or (expr.is_number and not expr.is_positive):
         raise SymroofError(f"{what}: expected positive bytes per value, got {expr}")
@@ -163,10 +213,16 @@ def same_dim(a: sp.Expr, c: sp.Expr) -> bool:
     return a == c or sp.expand(a - c) == 0
 
 
-def _shape(shape: Sequence[object], what: str) -> tuple[sp.Expr, ...]:
+def _shape(shape: Sequence[object], tensor: str) -> tuple[sp.Expr, ...]:
     if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
-        raise SymroofError(f"{what}: expected a shape (a tuple of dimensions), got {shape!r}")
-    return tuple(as_dim(d, f"{what} dimension {i}") for i, d in enumerate(shape))
+        raise SymroofError(f"tensor {tensor!r} shape: expected a shape (a tuple of "
+                           f"dimensions), got {shape!r}")
+    out = []
+    for i, d in enumerate(shape):
+        plain = _plain_dim(d)
+        out.append(as_dim(d, f"tensor {tensor!r} shape dimension {i}") if plain is None
+                   else plain)
+    return tuple(out)
 
 
 def fmt_shape(shape: Sequence[sp.Expr]) -> str:
@@ -196,7 +252,7 @@ class Tensor:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise SymroofError(f"tensor name: expected a non-empty string, got {self.name!r}")
-        object.__setattr__(self, "shape", _shape(self.shape, f"tensor {self.name!r} shape"))
+        object.__setattr__(self, "shape", _shape(self.shape, self.name))
         try:
             object.__setattr__(self, "kind", Kind(self.kind))
         except ValueError:
@@ -204,7 +260,7 @@ class Tensor:
                 f"tensor {self.name!r} kind: expected one of "
                 f"{', '.join(k.value for k in Kind)}, got {self.kind!r}") from None
         object.__setattr__(self, "bytes_per_value",
-                           _as_bytes(self.bytes_per_value, f"tensor {self.name!r} bytes_per_value"))
+                           _as_bytes(self.bytes_per_value, self.name))
         try:
             object.__setattr__(self, "role", Role(self.role))
         except ValueError:
@@ -215,12 +271,12 @@ class Tensor:
     @property
     def numel(self) -> sp.Expr:
         """Number of values."""
-        return prod(self.shape)
+        return cached(self, "_numel", lambda: prod(self.shape))
 
     @property
     def nbytes(self) -> sp.Expr:
         """Size in bytes."""
-        return self.numel * self.bytes_per_value
+        return cached(self, "_nbytes", lambda: self.numel * self.bytes_per_value)
 
     def __repr__(self) -> str:
         return f"Tensor({self.name!r}, {fmt_shape(self.shape)}, {self.kind.value})"
@@ -287,7 +343,7 @@ class Gemm(Op):
 
     def _validate(self) -> None:
         object.__setattr__(self, "work_fraction",
-                           _amount(self.work_fraction, f"gemm {self.name!r} work_fraction",
+                           _amount(self.work_fraction, lambda: f"gemm {self.name!r} work_fraction",
                                    zero=False))
         batch, m, n, k = self.dims
         if tuple(self.out.shape) != (*batch, m, n) and not (
@@ -299,6 +355,9 @@ class Gemm(Op):
     @property
     def dims(self) -> tuple[tuple[sp.Expr, ...], sp.Expr, sp.Expr, sp.Expr]:
         """(batch dims, M, N, K), validated: ranks, inner dimensions, batch dims."""
+        return cached(self, "_dims", self._dims)
+
+    def _dims(self) -> tuple[tuple[sp.Expr, ...], sp.Expr, sp.Expr, sp.Expr]:
         for t in (self.a, self.b):
             if len(t.shape) < 2:
                 raise self._fail(f"operand {t.name!r} has rank {len(t.shape)}, expected >= 2")
@@ -334,7 +393,8 @@ class Elementwise(Op):
 
     def _validate(self) -> None:
         object.__setattr__(self, "flops_per_element", _amount(
-            self.flops_per_element, f"elementwise {self.name!r} flops_per_element", zero=True))
+            self.flops_per_element, lambda: f"elementwise {self.name!r} flops_per_element",
+            zero=True))
         if not self.xs:
             raise self._fail("expected at least one input")
         for x in self.xs:
@@ -357,7 +417,7 @@ class Reduce(Op):
 
     def _validate(self) -> None:
         object.__setattr__(self, "flops_per_element", _amount(
-            self.flops_per_element, f"reduce {self.name!r} flops_per_element", zero=True))
+            self.flops_per_element, lambda: f"reduce {self.name!r} flops_per_element", zero=True))
         rank = len(self.x.shape)
         if not -rank <= self.axis < rank:
             raise self._fail(f"axis {self.axis} out of range for {self.x.name!r} of rank {rank}")
@@ -408,7 +468,7 @@ class Move(Op):
         if not self.xs:
             raise self._fail("expected at least one input")
         object.__setattr__(self, "read_fraction",
-                           _amount(self.read_fraction, f"move {self.name!r} read_fraction",
+                           _amount(self.read_fraction, lambda: f"move {self.name!r} read_fraction",
                                    zero=True))
 
 
