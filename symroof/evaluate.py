@@ -17,15 +17,19 @@ import sympy as sp
 from symroof import hardware
 from symroof.analysis import Analysis
 from symroof.budget import check_expr, substitute
+from symroof.device import DeviceMemory, choose_link, device_memory, entry_sequences, fraction
 from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec
-from symroof.ir import as_expr
+from symroof.ir import Kind, as_expr
+from symroof.passes.shard import sharding
 from symroof.precision import bytes_per_value
 from symroof.rich import Rich
 from symroof.symbols import b as _b
 
 __all__ = ["evaluate", "sweep", "Roofline", "roofline", "symbol_map", "workload_values",
-           "check_domain", "Point", "points"]
+           "check_domain", "Point", "points", "DeviceMemory"]
+
+_ZERO, _ONE = sp.Integer(0), sp.Integer(1)
 
 
 def symbol_map(expr: sp.Expr, subs: Mapping[object, object] | None, *,
@@ -143,9 +147,14 @@ def sweep(expr: object, grid: Mapping[object, object], *, subs: Mapping[object, 
 class Roofline(Rich):
     """The roofline bound of a workload on a chip, at given values of its symbols.
 
-    Times are in seconds. ``time_s`` assumes perfect overlap of memory and compute,
-    ``time_serial_s`` none (at most twice ``time_s``). Where symbols remain free, the
-    fields are expressions and ``bound`` is None (see ``symroof.regimes``).
+    Times are in seconds, per device (a sharded workload is one device's). Memory and
+    compute overlap perfectly in ``time_s``; the link is a roof of its own, added to it
+    (``communication_time_s``, not overlapped); ``time_overlapped_s`` overlaps all three
+    and ``time_serial_s`` none. A pipelined step runs ``microbatches`` through ``pp``
+    stages: ``step_time_s`` is ``(m + p - 1)`` runs, divided by ``efficiency`` (the
+    fraction of the bound a real system achieves; 1 by default, seed 001 puts real
+    systems at 0.6-0.75). Where symbols remain free, the fields are expressions and
+    ``bound`` is None (see ``symroof.regimes``).
     """
 
     hardware: str
@@ -158,6 +167,15 @@ class Roofline(Rich):
     bandwidth: sp.Expr           # bytes/s of the memory level
     ridge: sp.Expr               # peak / bandwidth, FLOP per byte
     tokens: sp.Expr | None
+    communication: sp.Expr = _ZERO          # bytes a device sends over its link per run
+    link: str | None = None                 # the interconnect collectives run over
+    link_bandwidth: sp.Expr | None = None   # bytes/s one direction of it carries
+    tp: sp.Expr = _ONE                      # tensor-parallel devices
+    pp: sp.Expr = _ONE                      # pipeline stages
+    microbatches: sp.Expr = _ONE            # micro-batches of a step (one run each)
+    sequences: sp.Expr | None = None        # sequences one run serves (B of a micro-batch)
+    efficiency: sp.Expr = _ONE              # achieved fraction of the bound
+    memory: DeviceMemory | None = None      # what one device holds, against its capacity
 
     @property
     def attainable(self) -> sp.Expr:
@@ -175,14 +193,27 @@ class Roofline(Rich):
         return self.bytes / self.bandwidth
 
     @property
+    def communication_time_s(self) -> sp.Expr:
+        """Bytes sent / one direction of the link (0 for a workload on one device)."""
+        if self.communication == 0 or self.link_bandwidth is None:
+            return _ZERO
+        return self.communication / self.link_bandwidth
+
+    @property
     def time_s(self) -> sp.Expr:
-        """``max(F/peak, Q/bandwidth)``: memory and compute overlap perfectly."""
-        return sp.Max(self.compute_time_s, self.memory_time_s)
+        """``max(F/peak, Q/bandwidth)`` (memory and compute overlap perfectly), plus the
+        communication time (not overlapped)."""
+        return sp.Max(self.compute_time_s, self.memory_time_s) + self.communication_time_s
+
+    @property
+    def time_overlapped_s(self) -> sp.Expr:
+        """``max(F/peak, Q/bandwidth, communication)``: the link overlapped too."""
+        return sp.Max(self.compute_time_s, self.memory_time_s, self.communication_time_s)
 
     @property
     def time_serial_s(self) -> sp.Expr:
-        """``F/peak + Q/bandwidth``: no overlap at all."""
-        return self.compute_time_s + self.memory_time_s
+        """``F/peak + Q/bandwidth + communication``: no overlap at all."""
+        return self.compute_time_s + self.memory_time_s + self.communication_time_s
 
     @property
     def bound(self) -> str | None:
@@ -198,9 +229,49 @@ class Roofline(Rich):
         return self.ridge / self.intensity if self.bound == "memory" else self.intensity / self.ridge
 
     @property
+    def bubble(self) -> sp.Expr:
+        """(p - 1)/(m + p - 1): the idle share of a synchronous pipelined step."""
+        return (self.pp - 1) / (self.microbatches + self.pp - 1)
+
+    @property
+    def step_time_s(self) -> sp.Expr:
+        """One step at ``efficiency``: ``(m + p - 1) time_s / efficiency``; a decode step's
+        inter-token latency, a prefill's time to first token."""
+        return self.time_s * (self.microbatches + self.pp - 1) / self.efficiency
+
+    @property
     def tokens_per_s(self) -> sp.Expr | None:
         """Tokens per second over all sequences (None for workloads without tokens)."""
-        return None if self.tokens is None else self.tokens / self.time_s
+        if self.tokens is None:
+            return None
+        return self.tokens * self.microbatches / self.step_time_s
+
+    @property
+    def tokens_per_sequence(self) -> sp.Expr | None:
+        """Tokens each sequence gets per step (decode: 1; prefill: its prompt)."""
+        if self.tokens is None or self.sequences is None:
+            return None
+        return self.tokens / self.sequences
+
+    @property
+    def tokens_per_s_per_user(self) -> sp.Expr | None:
+        """Tokens per second each sequence gets (decode: 1 / inter-token latency)."""
+        per = self.tokens_per_sequence
+        return None if per is None else per / self.step_time_s
+
+    @property
+    def limiter(self) -> str | None:
+        """Which roof takes longest: 'compute', 'memory' or 'communication'."""
+        times = {"compute": self.compute_time_s, "memory": self.memory_time_s,
+                 "communication": self.communication_time_s}
+        if any(t.free_symbols for t in times.values()):
+            return None
+        return max(times, key=lambda k: (times[k], k == "memory"))
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether what one device holds fits its memory (None: unknown)."""
+        return None if self.memory is None else self.memory.fits
 
 
 def workload_values(workload: Analysis, subs: Mapping[object, object] | None,
@@ -286,13 +357,18 @@ def check_domain(workload: Analysis, values: Mapping[sp.Symbol, sp.Expr]) -> Non
 
 def roofline(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf16",
              subs: Mapping[object, object] | None = None, unit: str | None = None,
-             level: str | None = None) -> Roofline:
-    """Bound ``workload`` on chip ``hw`` (a spec or its name) at ``precision``.
+             level: str | None = None, efficiency: object = 1, link: str | None = None,
+             reserve: object = 0, kv_cache: object | None = None) -> Roofline:
+    """Bound ``workload`` on chip ``hw`` (a spec, its name or its file) at ``precision``.
 
     The peak is taken in the workload's FLOP convention (a chip whose vendor counts a
     MAC as 2 FLOPs reports half the rate to a workload that counts MACs once). If the
     workload's bytes per value ``b`` is free and not in ``subs``, it is set from
-    ``precision`` (bf16: 2 bytes).
+    ``precision`` (bf16: 2 bytes). A sharded workload's communication runs over ``link``
+    (default: the chip's fastest interconnect, per direction). ``efficiency`` scales the
+    serving figures (step time, tokens/s); ``reserve`` is the share of the memory kept
+    back when judging the fit; ``kv_cache`` (bytes, in the workload's symbols) is the
+    cache a device holds where the graph reads none (a prefill writes it).
     """
     if not isinstance(workload, Analysis):
         raise SymroofError(f"roofline: expected a workload (Analysis), got {type(workload).__name__}")
@@ -306,8 +382,19 @@ def roofline(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf
     if q == 0:
         raise SymroofError(f"roofline: workload {workload.graph.name!r} moves no counted bytes")
     tokens = None if workload.tokens is None else _at(workload.tokens, values)
+    lay = sharding(workload.graph)
+    sent = _at(workload.cost.bytes_by_kind.get(Kind.COMMUNICATION, _ZERO), values)
+    chosen = None if sent == 0 else choose_link(spec, link, why=f"tp {lay.tp}, pp {lay.pp}")
+    seqs = entry_sequences(workload.graph) if tokens is not None else None
     return Roofline(spec.name, precision, level or spec.main_memory, f, q, sp.cancel(f / q),
-                    peak, bw, peak / bw, tokens)
+                    peak, bw, peak / bw, tokens, sent, None if chosen is None else chosen.name,
+                    None if chosen is None else chosen.per_direction, lay.tp, lay.pp,
+                    lay.microbatches, None if seqs is None else _at(seqs, values),
+                    fraction(efficiency, "efficiency", zero=False),
+                    device_memory(workload, spec, values, level=level,
+                                  microbatches=lay.microbatches,
+                                  reserve=fraction(reserve, "reserve", zero=True),
+                                  kv_cache=kv_cache))
 
 
 @dataclass(frozen=True)
@@ -323,13 +410,18 @@ class Point:
 
 def points(workload: Analysis, rows: Iterable[Mapping[sp.Symbol, sp.Expr]], *,
            hw: HardwareSpec | str | None = None, precision: str = "bf16",
-           unit: str | None = None, level: str | None = None) -> Iterator[Point]:
-    """``workload`` at each row of values (exact), with its roofline on ``hw`` if given."""
+           unit: str | None = None, level: str | None = None, efficiency: object = 1,
+           link: str | None = None, reserve: object = 0,
+           kv_cache: object | None = None) -> Iterator[Point]:
+    """``workload`` at each row of values (exact), with its roofline on ``hw`` if given
+    (the keyword arguments after ``level`` are :func:`roofline`'s)."""
     spec = None if hw is None else hardware.resolve(hw)
     for row in rows:
         values = workload_values(workload, row, precision)
         values = {k: values[k] for k in row}  # the row as given (b from precision only if given)
         r = None if spec is None else roofline(workload, spec, precision=precision,
-                                                 subs=values, unit=unit, level=level)
+                                                 subs=values, unit=unit, level=level,
+                                                 efficiency=efficiency, link=link,
+                                                 reserve=reserve, kv_cache=kv_cache)
         yield Point(dict(values), _at(workload.flops, values), _at(workload.bytes, values),
                     _at(workload.intensity, values), r)

@@ -15,13 +15,14 @@ from symroof.errors import SymroofError, suggest
 __all__ = ["PRECISIONS", "BYTES", "bytes_per_value"]
 
 #: Precisions a hardware file may list peaks for, widest first.
-PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "int4")
 
-#: Storage bytes per value; tf32 is stored as fp32; int4 packs two values per byte.
+#: Storage bytes per value; tf32 is stored as fp32; fp4 and int4 pack two values per
+#: byte (fp4's block scales are not counted).
 BYTES = MappingProxyType({
     "fp64": sp.Integer(8), "fp32": sp.Integer(4), "tf32": sp.Integer(4),
     "bf16": sp.Integer(2), "fp16": sp.Integer(2), "fp8": sp.Integer(1),
-    "int8": sp.Integer(1), "int4": sp.Rational(1, 2),
+    "int8": sp.Integer(1), "fp4": sp.Rational(1, 2), "int4": sp.Rational(1, 2),
 })
 
 

@@ -67,13 +67,16 @@ def test_derive_gemm_json_formulas_and_row(capsys):
     assert_formula_equal(expr(doc["intensity"]), 2 * M * N * K / (b * (M * K + K * N + M * N)))
     assert "two_per_mac" in doc["convention"]
     (row,) = doc["rows"]
-    assert row["subs"] == {"M": 8192, "N": 8192, "K": 8192}
+    # derive, like eval, puts values at bf16 by default (b = 2) and says so in the row;
+    # the formulas keep b
+    assert row["subs"] == {"M": 8192, "N": 8192, "K": 8192, "b": 2}
     assert row["flops"] == 1099511627776 == 2 * 8192**3
     assert isinstance(row["flops"], int)
-    # b is free: bytes and intensity stay expressions in b
-    assert isinstance(row["intensity"], str)
-    assert_formula_equal(expr(row["intensity"]), sp.Rational(16384, 3) / b)        # 2n/(3b)
-    assert_formula_equal(expr(row["bytes"]), 3 * 8192**2 * b)
+    assert row["intensity"] == pytest.approx(8192 / 3, rel=1e-12)                # 2n/(3b)
+    assert row["bytes"] == 3 * 8192**2 * 2
+    ev = run_json(capsys, "eval", "gemm", "--set", "M=8192", "--set", "N=8192",
+                  "--set", "K=8192", "--hardware", "h100-sxm")["rows"][0]
+    assert ev["subs"] == row["subs"] and ev["bytes"] == row["bytes"]  # the same default
 
 
 def test_derive_with_b_and_precision_gives_numbers(capsys):
@@ -90,7 +93,7 @@ def test_derive_with_b_and_precision_gives_numbers(capsys):
 def test_derive_value_lists_make_rows(capsys):
     doc = run_json(capsys, "derive", "gemm", "--set", "M=1,2", "--set", "N=3")
     rows = doc["rows"]
-    assert [r["subs"] for r in rows] == [{"M": 1, "N": 3}, {"M": 2, "N": 3}]
+    assert [r["subs"] for r in rows] == [{"M": 1, "N": 3, "b": 2}, {"M": 2, "N": 3, "b": 2}]
     formula = gemm(M, N, K).flops
     for r in rows:
         assert_formula_equal(expr(r["flops"]), formula.subs({M: r["subs"]["M"], N: 3}))
@@ -148,7 +151,7 @@ def test_help_exits_zero(capsys):
     (["derive", "gemm", "--set", "M"], "missing '='"),
     (["derive", "gemm", "--set", "M=1", "--set", "M=2"], "more than once"),
     (["derive", "gemm", "--set", "M=1/0"], "division by zero"),
-    (["derive", "gemm", "--precision", "fp9"], "precision 'fp9'"),
+    (["derive", "gemm", "--precision", "fp9"], "--precision fp9: expected one of"),
     (["derive", "gemm", "--flops", "bogus"], "invalid choice"),
     (["derive"], "required"),
     (["frobnicate"], "invalid choice"),

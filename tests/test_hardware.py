@@ -287,8 +287,8 @@ def test_unknown_unit_suffix(tmp_path: Path) -> None:
 
 def test_unknown_keys(tmp_path: Path) -> None:
     assert "unknown key 'vendor'" in error(tmp_path, 'vendor = "x"\n' + MINIMAL)
-    msg = error(tmp_path, MINIMAL.replace("fp32_gflops", "fp4_gflops"))
-    assert "fp4_gflops" in msg and "precision one of" in msg
+    msg = error(tmp_path, MINIMAL.replace("fp32_gflops", "fp2_gflops"))
+    assert "fp2_gflops" in msg and "precision one of" in msg
     msg = error(tmp_path, MINIMAL.replace("bandwidth_gb_per_s", "latency_ns"))
     assert "[memory.dram] latency_ns: unknown key" in msg
 

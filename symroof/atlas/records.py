@@ -41,6 +41,7 @@ LEVERS: Mapping[str, str] = MappingProxyType({
     "Q_kv_cache": "shrink the KV cache: GQA/MQA/MLA, KV quantization, shorter context",
     "Q_gradient": "fewer gradient bytes: lower-precision gradients, fused optimizer steps",
     "Q_optimizer_state": "fewer optimizer bytes: 8-bit or sharded (ZeRO) optimizer state",
+    "Q_communication": "send fewer bytes: less tensor parallelism, overlap or fuse collectives",
     "memory": "move fewer bytes: batch, quantize, fuse",
     "compute": "do less math: lower precision, a better kernel",
 })

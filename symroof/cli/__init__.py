@@ -50,6 +50,8 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("plot", "symroof.cli.plot", "charts: a chip's roofline with workloads, or a crossover"),
     Entry("measure", "symroof.cli.measure", "the machine at hand; measured times beside bounds"),
     Entry("train", "symroof.cli.train", "training memory per GPU, whether it fits, FLOPs, days"),
+    Entry("memory", "symroof.cli.memory", "what each device holds serving a model, and the fit"),
+    Entry("capacity", "symroof.cli.memory", "how many sequences of a context fit beside the weights"),
 )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -19,30 +20,100 @@ from symroof.budget import check_expr, check_rows
 from symroof.cli.base import Command, Output, Parser
 from symroof.errors import SymroofError, suggest
 from symroof.ir import as_dim
-from symroof.models import TransformerModel, resolve, transformer
-from symroof.options import FlopCount, Lowering, Unfused
-from symroof.parse import parse_assignments
+from symroof.models import TransformerModel, names, resolve, transformer
+from symroof.options import ExpertReads, FlopCount, Lowering, Unfused
+from symroof.parse import parse_assignments, parse_expr
+from symroof.precision import BYTES
 from symroof.symbols import CANONICAL
 from symroof.workloads import attention, conv2d, decode, elementwise, gemm, gemv, prefill, training
+from symroof.workloads.parallel import check_layout
 
 __all__ = ["Parser", "Command", "Output", "WORKLOADS", "build_workload", "add_workload_options",
            "add_format", "check_format", "choices", "given", "parse_sets", "rows",
-           "workload_symbols"]  # Parser, Command, Output: from base
+           "workload_symbols", "add_model_options", "add_layout_options", "load_model",
+           "peak_precision", "DEFAULT_PRECISION", "model_of", "layout_of", "number_arg", "check_precision"]  # Parser, Command, Output: from base
+
+#: The precision of ``b`` and of the peak when none is given, in derive and eval alike.
+DEFAULT_PRECISION = "bf16"
 
 #: The options that shape a workload, as (attribute, flag); each workload takes some.
 SHAPING = (("model", "--model"), ("flop_count", "--flop-count"),
            ("flops_per_element", "--flops-per-element"), ("lowering", "--lowering"),
-           ("unfused", "--unfused"))
+           ("unfused", "--unfused"), ("tp", "--tp"), ("pp", "--pp"),
+           ("microbatches", "--microbatches"), ("expert_reads", "--expert-reads"),
+           ("weights", "--weights"), ("kv_cache", "--kv-cache"),
+           ("activations", "--activations"))
+
+#: Per-kind number formats: (attribute, flag, what they set).
+KINDS = (("weights", "--weights", "weights"), ("kv_cache", "--kv-cache", "the KV cache"),
+         ("activations", "--activations", "activations and the compute peak"))
 
 def choices(enum: type[StrEnum]) -> list[str]:
     """The string values of an option enum, for ``choices=``."""
     return [m.value for m in enum]
 
 
-def _model(a: argparse.Namespace) -> TransformerModel:
-    if a.model is None:  # the seeds' symbolic model
+def load_model(spec: str | None) -> TransformerModel:
+    """A model from ``--model``: a preset name in any case, a config.json, or a folder
+    holding one; None is the seeds' symbolic model (L, D, H)."""
+    if spec is None:
         return transformer(name="symbolic", layers=s.L, d_model=s.D, heads=s.H)
-    return resolve(a.model)
+    if os.path.isdir(spec):
+        path = os.path.join(spec, "config.json")
+        if not os.path.isfile(path):
+            raise SymroofError(f"--model {spec}: a folder, but it holds no config.json")
+        return resolve(path)
+    lower = {n.lower(): n for n in names()}
+    return resolve(lower.get(spec.lower(), spec) if not spec.endswith(".json") else spec)
+
+
+def model_of(a: argparse.Namespace) -> TransformerModel:
+    """The model on the command line, with ``--weights/--kv-cache/--activations``."""
+    m = load_model(a.model)
+    kinds = {attr: getattr(a, attr, None) for attr, _, _ in KINDS}
+    if not any(kinds.values()):
+        return m
+    fill = getattr(a, "precision", None) or DEFAULT_PRECISION
+    return m.with_precision(**{k: v or fill for k, v in kinds.items()})
+
+
+def check_precision(a: argparse.Namespace) -> None:
+    """``--precision``, if given, is a known format (the per-kind options are checked by
+    their ``choices``)."""
+    value = getattr(a, "precision", None)
+    if value is not None and value not in BYTES:
+        raise SymroofError(f"--precision {value}: expected one of {', '.join(BYTES)}"
+                           f"{suggest(value, BYTES)}")
+
+
+def peak_precision(a: argparse.Namespace) -> tuple[str, str]:
+    """The precision of the compute peak and the option that set it: ``--activations``
+    (INT4 weight-only computes at the activations' 16 bits), else ``--precision``, else
+    the default."""
+    if getattr(a, "activations", None):
+        return a.activations, "--activations"
+    if getattr(a, "precision", None):
+        return a.precision, "--precision"
+    return DEFAULT_PRECISION, "--precision"
+
+
+def layout_of(a: argparse.Namespace) -> dict[str, object]:
+    """``tp``, ``pp``, ``microbatches`` and ``expert_reads`` as given (defaults for a
+    command that does not offer them)."""
+    return {"tp": getattr(a, "tp", None) or 1, "pp": getattr(a, "pp", None) or 1,
+            "microbatches": getattr(a, "microbatches", None) or 1,
+            "expert_reads": getattr(a, "expert_reads", None) or ExpertReads.ALL}
+
+
+def _lm(builder: Callable[..., Analysis]) -> Callable[[argparse.Namespace], Analysis]:
+    """A transformer workload over the model and layout on the command line."""
+    def build(a: argparse.Namespace) -> Analysis:
+        m = model_of(a)
+        lay = layout_of(a)
+        check_layout(m, tp=lay["tp"], pp=lay["pp"], microbatches=lay["microbatches"],
+                     names=("--tp", "--pp", "--microbatches"))
+        return builder(m, s.B, s.S, flop_count=_flops(a), **lay)
+    return build
 
 
 @dataclass(frozen=True)
@@ -74,6 +145,7 @@ def given(args: argparse.Namespace, attr: str) -> bool:
 
 
 _LM = frozenset({"model", "flop_count"})
+_SERVE = _LM | {"tp", "pp", "microbatches", "expert_reads", "weights", "kv_cache", "activations"}
 
 #: The workloads, by name; each uses the canonical symbols (set them with --set).
 WORKLOADS: Mapping[str, WorkloadEntry] = {
@@ -96,12 +168,12 @@ WORKLOADS: Mapping[str, WorkloadEntry] = {
                             unfused=a.unfused or Unfused.WRITE_AND_READ,
                             flop_count=_flops(a)),
         frozenset({"flop_count", "unfused"})),
-    "prefill": WorkloadEntry("forward over B x S prompt tokens (--model)",
-                             lambda a: prefill(_model(a), s.B, s.S, flop_count=_flops(a)), _LM),
+    "prefill": WorkloadEntry("forward over B x S prompt tokens (--model)", _lm(prefill),
+                             _SERVE),
     "decode": WorkloadEntry("one decode step: B sequences attending to S positions (--model)",
-                            lambda a: decode(_model(a), s.B, s.S, flop_count=_flops(a)), _LM),
+                            _lm(decode), _SERVE),
     "training": WorkloadEntry("one training step over B x S tokens (--model)",
-                              lambda a: training(_model(a), s.B, s.S, flop_count=_flops(a)),
+                              lambda a: training(model_of(a), s.B, s.S, flop_count=_flops(a)),
                               _LM),
 }
 
@@ -154,6 +226,48 @@ def add_workload_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unfused", default=None, choices=choices(Unfused),
                    help="attention: how the S x S matrices cross memory when unfused")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def number_arg(text: str | None, flag: str, default: object) -> sp.Expr:
+    """A number typed for an option (the safe parser; no symbols); ``default`` if absent."""
+    if text is None:
+        return sp.sympify(default)
+    value = parse_expr(text, {})
+    if value.free_symbols or not value.is_number:
+        raise SymroofError(f"{flag} {text}: expected a number")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text) if len(text) <= 12 else 0
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """``--weights``, ``--kv-cache``, ``--activations``: a number format per tensor kind."""
+    for attr, flag, what in KINDS:
+        p.add_argument(flag, dest=attr, default=None, choices=list(BYTES),
+                       help=f"number format of {what} (default: --precision, else "
+                       f"{DEFAULT_PRECISION}); int4 weights are 4-bit bytes, 16-bit compute")
+
+
+def add_layout_options(p: argparse.ArgumentParser) -> None:
+    """``--tp``, ``--pp``, ``--microbatches``, ``--expert-reads``: how a model is served."""
+    p.add_argument("--tp", type=_positive, default=None,
+                   help="tensor-parallel devices (default 1): must divide the heads")
+    p.add_argument("--pp", type=_positive, default=None,
+                   help="pipeline stages (default 1): at most the layers")
+    p.add_argument("--microbatches", type=_positive, default=None,
+                   help="micro-batches per step with --pp (default 1)")
+    p.add_argument("--expert-reads", dest="expert_reads", default=None,
+                   choices=choices(ExpertReads),
+                   help="routed experts whose weights a step reads (default all; expected: "
+                   "E(1 - (1 - k/E)^tokens) under uniform routing)")
 
 
 def add_format(p: argparse.ArgumentParser) -> None:

@@ -26,21 +26,25 @@ __all__ = ["resolve", "get", "names", "load", "HardwareSpec", "MemoryLevel", "Li
            "PRECISIONS", "UNITS"]
 
 
+@functools.cache
 def names() -> tuple[str, ...]:
-    """Names of the shipped chips, sorted (each is a ``<name>.toml`` file here)."""
+    """Names of the shipped chips, sorted (each is a ``<name>.toml`` file here; the
+    directory is listed once per process, not on every :func:`get`)."""
     files = resources.files(__name__).iterdir()
     return tuple(sorted(f.name[:-len(".toml")] for f in files if f.name.endswith(".toml")))
 
 
 def get(name: str) -> HardwareSpec:
-    """The shipped spec called ``name``; unknown names suggest close ones."""
+    """The shipped spec called ``name`` (in any case: ``H100-SXM`` is ``h100-sxm``);
+    unknown names suggest close ones."""
     if not isinstance(name, str):
         raise SymroofError(f"hardware name: expected a string, got {type(name).__name__}")
     known = names()
-    if name not in known:
-        raise SymroofError(f"unknown hardware {name!r}{suggest(name, known)}; "
+    key = name if name in known else name.lower()
+    if key not in known:
+        raise SymroofError(f"unknown hardware {name!r}{suggest(key, known)}; "
                            f"known: {', '.join(known)}")
-    return _get(name)
+    return _get(key)
 
 
 @functools.cache
@@ -53,9 +57,12 @@ def _get(name: str) -> HardwareSpec:
 
 
 def resolve(hw: object) -> HardwareSpec:
-    """A chip spec from a spec or a name (anything else is a SymroofError)."""
+    """A chip spec from a spec, a name, or the path of a chip file (``*.toml``; anything
+    else is a SymroofError)."""
     if isinstance(hw, HardwareSpec):
         return hw
+    if isinstance(hw, str) and hw.endswith(".toml"):
+        return load(hw)
     if isinstance(hw, str):
         return get(hw)
     raise SymroofError(f"hardware: expected a chip name or a HardwareSpec, got "

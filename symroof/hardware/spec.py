@@ -24,7 +24,8 @@ import sympy as sp
 from symroof.errors import SymroofError, suggest
 from symroof.precision import PRECISIONS  # precisions a file may list, widest first
 
-__all__ = ["PRECISIONS", "UNITS", "Peak", "MemoryLevel", "Link", "HardwareSpec", "parse_spec"]
+__all__ = ["PRECISIONS", "UNITS", "DIRECTIONS", "Peak", "MemoryLevel", "Link", "HardwareSpec",
+           "parse_spec"]
 
 #: Compute units: the matrix engine (tensor / matrix cores, systolic array) and the vector unit.
 UNITS = ("matrix", "vector")
@@ -61,13 +62,26 @@ class MemoryLevel:
     source: str
 
 
+#: How a link's figure counts its two directions (key ``direction`` of an interconnect):
+#: ``"both"``, the sum of both directions (how NVIDIA and AMD quote NVLink, Infinity
+#: Fabric and PCIe; the default), or ``"each"``, what one direction carries.
+DIRECTIONS = ("both", "each")
+
+
 @dataclass(frozen=True)
 class Link:
-    """A chip-to-chip or host link and its bandwidth in bytes/s."""
+    """A chip-to-chip or host link: its bandwidth in bytes/s as the source states it, and
+    whether that figure is both directions together or each one (``direction``)."""
 
     name: str
     bandwidth: sp.Rational
     source: str
+    direction: str = "both"
+
+    @property
+    def per_direction(self) -> sp.Rational:
+        """Bytes/s one direction carries: what a device sends while it also receives."""
+        return self.bandwidth / 2 if self.direction == "both" else self.bandwidth
 
 
 @dataclass(frozen=True)
@@ -236,10 +250,16 @@ def _level(name: str, table: Mapping[str, Any], origin: str) -> MemoryLevel:
 def _link(name: str, table: Mapping[str, Any], origin: str) -> Link:
     where = f"[interconnect.{name}]"
     source = _source(table, origin, where)
-    found = _quantities(table, origin, where, ("bandwidth",))
+    direction = table.get("direction", "both")
+    if direction not in DIRECTIONS:
+        raise SymroofError(f"{origin}: {where} direction: expected one of "
+                           f"{', '.join(DIRECTIONS)} (does the figure count both directions "
+                           f"together, or each?), got {direction!r}")
+    found = _quantities({k: v for k, v in table.items() if k != "direction"}, origin, where,
+                        ("bandwidth",))
     if "bandwidth" not in found:
         raise SymroofError(f"{origin}: {where} missing required field bandwidth_<unit>_per_s")
-    return Link(name, found["bandwidth"], source)
+    return Link(name, found["bandwidth"], source, direction)
 
 
 def _quantities(table: Mapping[str, Any], origin: str, where: str,

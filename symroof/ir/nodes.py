@@ -45,6 +45,7 @@ class Kind(StrEnum):
     KV_CACHE = "kv_cache"                # keys and values kept across decode steps
     GRADIENT = "gradient"                # gradients of the loss with respect to weights
     OPTIMIZER_STATE = "optimizer_state"  # master weights, moments (training)
+    COMMUNICATION = "communication"      # bytes a device sends over a link (a collective)
 
 
 class Role(StrEnum):

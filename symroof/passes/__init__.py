@@ -1,5 +1,5 @@
 """Graph -> Graph passes, one per file, run in the order of :mod:`symroof.passes.pipeline`:
-fuse, tile, backward (training), optimizer step."""
+fuse, tile, shard (tensor and pipeline parallelism), backward (training), optimizer step."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from symroof.passes.backward import GRADIENT_RULES, Backward, backward, gradient
 from symroof.passes.fuse import Fuse, fuse, unfuse
 from symroof.passes.optimizer import ADAM, Optimizer, OptimizerStep
 from symroof.passes.pipeline import ORDER, Pass, Pipeline
+from symroof.passes.shard import Collective, Shard, Sharding, shard, sharding
 from symroof.passes.tile import Tile, tile
 
 __all__ = ["Backward", "backward", "GRADIENT_RULES", "gradient_rule", "Fuse", "FusedGroup",
            "fuse", "unfuse", "Tile", "tile", "Optimizer", "OptimizerStep", "ADAM", "Pass",
-           "Pipeline", "ORDER"]
+           "Pipeline", "ORDER", "Shard", "shard", "Collective", "Sharding", "sharding"]

@@ -12,20 +12,34 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sympy as sp
 
 from symroof.analysis import Analysis
 from symroof.errors import SymroofError
-from symroof.evaluate import Point
+from symroof.evaluate import Point, Roofline
 from symroof.present.formula import latex, text
 from symroof.present.numbers import json_number, text_number
-from symroof.present.records import to_dict, to_text
+from symroof.present.records import (gigabytes, memory_line, seconds, serving_lines, to_dict,
+                                     to_text)
+from symroof.serving import Capacity, Speculation
 from symroof.solve import Crossover
 
 __all__ = ["FORMATS", "formula", "formula_line", "dumps", "derive_json", "derive_lines",
-           "limit_doc", "limit_lines", "crossover_doc", "crossover_lines", "at"]
+           "limit_doc", "limit_lines", "crossover_doc", "crossover_lines", "at", "ServingRow",
+           "memory_doc", "memory_lines", "capacity_doc", "capacity_lines"]
+
+
+@dataclass(frozen=True)
+class ServingRow:
+    """A decode point with what ``eval`` was asked beside it: the time to first token
+    (a prefill's roofline) and speculative decoding."""
+
+    point: Point
+    ttft: Roofline | None = None
+    speculation: Speculation | None = None
 
 #: Formats for formulas: plain text (SymPy syntax in textbook order), LaTeX, Markdown.
 FORMATS = ("text", "latex", "markdown")
@@ -68,32 +82,136 @@ def _subs(values: Mapping[sp.Symbol, sp.Expr]) -> dict[str, object]:
 # -- derive / eval -----------------------------------------------------------------
 
 
-def derive_json(name: str, wl: Analysis, points: Iterable[Point]) -> dict[str, Any]:
+def derive_json(name: str, wl: Analysis, points: Iterable[Point | ServingRow]) -> dict[str, Any]:
     """``symroof derive|eval --json``: the formulas and one row per point."""
     doc: dict[str, Any] = {"workload": name, "convention": to_text(wl.convention),
                            "flops": str(wl.flops), "bytes": str(wl.bytes),
                            "intensity": str(wl.intensity), "rows": []}
-    for p in points:
+    if wl.graph.provenance.assumptions:
+        doc["assumptions"] = list(wl.graph.provenance.assumptions)
+    for row in points:
+        p = row.point if isinstance(row, ServingRow) else row
         item: dict[str, Any] = {"subs": _subs(p.values), "flops": json_number(p.flops),
                                 "bytes": json_number(p.bytes),
                                 "intensity": json_number(p.intensity)}
         if p.roofline is not None:
             item.update(to_dict(p.roofline))
+        if isinstance(row, ServingRow):
+            item.update(_extras(row))
         doc["rows"].append(item)
     return doc
 
 
-def derive_lines(name: str, wl: Analysis, points: Iterable[Point], fmt: str) -> Iterable[str]:
-    """``symroof derive|eval``: the formulas, then a line (and a roofline line) per point."""
+def _extras(row: ServingRow) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if row.ttft is not None:
+        out["ttft_s"] = json_number(row.ttft.step_time_s)
+        out["ttft_prompt_tokens"] = json_number(row.ttft.tokens_per_sequence)
+    sp_ = row.speculation
+    if sp_ is not None:
+        out["speculative"] = {
+            "draft_tokens": json_number(sp_.draft_tokens),
+            "acceptance": json_number(sp_.acceptance),
+            "tokens_per_target_pass": json_number(sp_.tokens_per_pass),
+            "target_step_s": json_number(sp_.target_step_s),
+            "draft_step_s": json_number(sp_.draft_step_s),
+            "verify_s": json_number(sp_.verify_s), "round_s": json_number(sp_.round_s),
+            "speedup": json_number(sp_.speedup)}
+    return out
+
+
+def derive_lines(name: str, wl: Analysis, points: Iterable[Point | ServingRow],
+                 fmt: str) -> Iterable[str]:
+    """``symroof derive|eval``: the formulas, then a line (and a roofline line) per point;
+    a decode or prefill row adds its serving figures."""
     yield f"{name}  ({to_text(wl.convention)})"
     for sym, expr in (("F", wl.flops), ("Q", wl.bytes), ("I", wl.intensity)):
         yield "  " + formula_line(sym, expr, fmt)
-    for p in points:
+    for note in wl.graph.provenance.assumptions:
+        yield f"  assuming {note}"
+    for row in points:
+        p = row.point if isinstance(row, ServingRow) else row
         if p.values:
             yield (f"  at {at(p.values)}: F = {text_number(p.flops)} FLOP, "
                    f"Q = {text_number(p.bytes)} B, I = {text_number(p.intensity)} FLOP/B")
-        if p.roofline is not None:
-            yield "    " + to_text(p.roofline)
+        if p.roofline is None:
+            continue
+        yield "    " + to_text(p.roofline)
+        if p.roofline.tokens is not None:
+            yield from ("    " + line for line in serving_lines(p.roofline))
+        if isinstance(row, ServingRow):
+            yield from ("    " + line for line in _extra_lines(row))
+
+
+def _extra_lines(row: ServingRow) -> Iterable[str]:
+    if row.ttft is not None:
+        yield (f"time to first token ({text_number(row.ttft.tokens_per_sequence)}-token "
+               f"prompts, prefilled together): {seconds(row.ttft.step_time_s)}")
+    s = row.speculation
+    if s is not None:
+        yield (f"speculative, {s.draft_tokens} drafted at acceptance "
+               f"{text_number(s.acceptance)}: {text_number(s.tokens_per_pass)} tokens per "
+               f"target pass; round {seconds(s.round_s)} ({s.draft_tokens} draft steps of "
+               f"{seconds(s.draft_step_s)} + verify {seconds(s.verify_s)}) against "
+               f"{seconds(s.target_step_s)} a token: speedup {text_number(s.speedup)}x")
+
+
+# -- memory, capacity ------------------------------------------------------------------
+
+
+def _layout(r: Roofline) -> str:
+    return f"tp {r.tp}, pp {r.pp}" + ("" if r.microbatches == 1
+                                      else f" x {r.microbatches} micro-batches")
+
+
+def memory_doc(model: str, found: Sequence[tuple[Mapping[sp.Symbol, sp.Expr], Roofline]]
+               ) -> dict[str, Any]:
+    """``symroof memory --json``: the footprint per device, one row per point."""
+    rows = []
+    for values, r in found:
+        assert r.memory is not None  # roofline always measures it
+        rows.append({"subs": _subs(values), "tp": json_number(r.tp), "pp": json_number(r.pp),
+                     "microbatches": json_number(r.microbatches), "fits": r.fits,
+                     "memory_bytes": json_number(r.memory.total),
+                     "memory_capacity_bytes": json_number(r.memory.capacity),
+                     **to_dict(r.memory)})
+    return {"model": model, "hardware": found[0][1].hardware if found else None, "rows": rows}
+
+
+def memory_lines(model: str, found: Sequence[tuple[Mapping[sp.Symbol, sp.Expr], Roofline]]
+                 ) -> Iterable[str]:
+    """``symroof memory``: the model, then a footprint line per point."""
+    yield f"model: {model}"
+    for values, r in found:
+        assert r.memory is not None
+        yield (f"  at {at(values)} on {r.hardware} ({_layout(r)}), per device: "
+               f"{memory_line(r.memory)}")
+
+
+def capacity_doc(model: str, chip: str, pairs: Sequence[tuple[sp.Expr, Capacity]]
+                 ) -> dict[str, Any]:
+    """``symroof capacity --json``: sequences that fit, one row per context."""
+    return {"model": model, "hardware": chip, "rows": [
+        {"context": json_number(ctx), "sequences": json_number(c.sequences),
+         "exact": json_number(c.exact), "tp": json_number(c.tp), "pp": json_number(c.pp),
+         "capacity_bytes": json_number(c.capacity), "reserve": json_number(c.reserve),
+         "usable_bytes": json_number(c.usable), "weights_bytes": json_number(c.weights),
+         "free_bytes": json_number(c.free), "kv_bytes_per_sequence": json_number(c.per_sequence)}
+        for ctx, c in pairs]}
+
+
+def capacity_lines(model: str, chip: str, pairs: Sequence[tuple[sp.Expr, Capacity]]
+                   ) -> Iterable[str]:
+    """``symroof capacity``: the room for caches on each device, then a line per context."""
+    yield f"model: {model}"
+    for ctx, c in pairs:
+        reserve = "" if c.reserve == 0 else f" x (1 - {text_number(c.reserve)})"
+        yield (f"  context {text_number(ctx)} on {chip} (tp {c.tp}, pp {c.pp}), per device: "
+               f"{gigabytes(c.capacity)}{reserve} - weights {gigabytes(c.weights)} = "
+               f"{gigabytes(c.free)} for KV caches of {gigabytes(c.per_sequence)} a sequence: "
+               f"{text_number(c.sequences)} sequences ({text_number(c.exact)})")
+    yield ("  counts weights and KV caches only; activations, the runtime and fragmentation "
+           "take what --reserve keeps back")
 
 
 # -- solve ----------------------------------------------------------------------------

@@ -12,15 +12,19 @@ from __future__ import annotations
 from functools import singledispatch
 from typing import Any
 
+import sympy as sp
+
 from symroof.cost import Convention
+from symroof.device import DeviceMemory
 from symroof.errors import SymroofError
 from symroof.evaluate import Roofline
 from symroof.footprint import Footprint
 from symroof.hardware import UNITS, HardwareSpec
+from symroof.ir import Kind
 from symroof.models import TransformerModel
 from symroof.present.numbers import exact_fields, json_number, si, text_number
 
-__all__ = ["to_dict", "to_text"]
+__all__ = ["to_dict", "to_text", "serving_lines", "seconds", "memory_line", "gigabytes"]
 
 _OPS = {"int8": "OP/s", "int4": "OP/s"}
 
@@ -51,8 +55,9 @@ def _hardware_dict(spec: HardwareSpec) -> dict[str, Any]:
         "levels": [{"name": m.name, "source": m.source,
                     **exact_fields("bandwidth_bytes_per_s", m.bandwidth),
                     **exact_fields("capacity_bytes", m.capacity)} for m in spec.levels],
-        "interconnects": [{"name": k, "source": v.source,
-                           **exact_fields("bandwidth_bytes_per_s", v.bandwidth)}
+        "interconnects": [{"name": k, "source": v.source, "direction": v.direction,
+                           **exact_fields("bandwidth_bytes_per_s", v.bandwidth),
+                           **exact_fields("per_direction_bytes_per_s", v.per_direction)}
                           for k, v in spec.interconnects.items()],
         "ridges": [{"unit": p.unit, "precision": p.precision, "level": mm,
                     **exact_fields("ops_per_byte", spec.ridge(p.precision, p.unit),
@@ -76,6 +81,8 @@ def _hardware_text(spec: HardwareSpec) -> str:
                  si(m.capacity, "B") if m.capacity is not None else ""]
         lines.append(f"  memory {m.name}: " + ", ".join(x for x in parts if x))
     lines += [f"  interconnect {k}: {si(v.bandwidth, 'B/s')}"
+              + (f" (both directions; {si(v.per_direction, 'B/s')} each way)"
+                 if v.direction == "both" else " each way")
               for k, v in spec.interconnects.items()]
     lines.append(f"  ridge vs {spec.main_memory} (ops/byte): " + ", ".join(
         f"{p} {float(spec.ridge(p)):.4g}" for p in spec.precisions()))
@@ -90,7 +97,9 @@ def _hardware_text(spec: HardwareSpec) -> str:
 @to_text.register
 def _convention_text(conv: Convention) -> str:
     ops = "all ops" if conv.all_ops else "+".join(sorted(conv.ops))
-    kinds = "all tensors" if conv.all_traffic else "+".join(sorted(conv.traffic))
+    memory = frozenset(Kind) - {Kind.COMMUNICATION}
+    kinds = "all tensors" if conv.all_traffic else "all memory traffic" \
+        if conv.traffic == memory else "+".join(sorted(conv.traffic))
     return f"FLOPs: {conv.flop_count.value}, {ops}; traffic: {kinds}"
 
 
@@ -110,9 +119,11 @@ def _model_text(m: TransformerModel) -> str:
         experts += f" dense_layers={m.dense_layers}"
     window = "" if m.window is None else \
         f" window={m.window} on {m.windowed_layers} of {m.layers} layers"
+    active = "" if m.experts == 1 else f" active_params={text_number(m.active_params)}"
     return (f"{m.name}: L={m.layers} D={m.d_model} heads={m.heads} "
             f"kv_heads={m.kv_heads} ({attn}) head_dim={m.head_dim} d_ff={m.d_ff} "
-            f"mlp={m.mlp}{experts}{window} vocab={m.vocab}")
+            f"mlp={m.mlp}{experts}{window} vocab={m.vocab} params={text_number(m.params)}"
+            f"{active}")
 
 
 @to_dict.register
@@ -126,7 +137,17 @@ def _footprint_dict(fp: Footprint) -> dict[str, Any]:
 
 
 @to_dict.register
+def _device_memory_dict(fp: DeviceMemory) -> dict[str, Any]:
+    return {"weights": json_number(fp.weights), "kv_cache": json_number(fp.kv_cache),
+            "activations": json_number(fp.activations),
+            "communication": json_number(fp.communication), "total": json_number(fp.total),
+            "capacity": json_number(fp.capacity), "reserve": json_number(fp.reserve),
+            "usable": json_number(fp.usable), "fits": fp.fits}
+
+
+@to_dict.register
 def _roofline_dict(r: Roofline) -> dict[str, Any]:
+    mem = r.memory
     return {"hardware": r.hardware, "precision": r.precision, "level": r.level,
             "peak_flop_per_s": json_number(r.peak),
             "bandwidth_bytes_per_s": json_number(r.bandwidth),
@@ -134,7 +155,22 @@ def _roofline_dict(r: Roofline) -> dict[str, Any]:
             "compute_time_s": json_number(r.compute_time_s),
             "memory_time_s": json_number(r.memory_time_s),
             "time_s": json_number(r.time_s), "time_serial_s": json_number(r.time_serial_s),
-            "bound": r.bound, "tokens_per_s": json_number(r.tokens_per_s)}
+            "bound": r.bound, "tokens_per_s": json_number(r.tokens_per_s),
+            "communication_bytes": json_number(r.communication),
+            "communication_time_s": json_number(r.communication_time_s),
+            "time_overlapped_s": json_number(r.time_overlapped_s), "limiter": r.limiter,
+            "link": r.link, "link_bytes_per_s_per_direction": json_number(r.link_bandwidth),
+            "tp": json_number(r.tp), "pp": json_number(r.pp),
+            "microbatches": json_number(r.microbatches), "bubble": json_number(r.bubble),
+            "efficiency": json_number(r.efficiency), "step_time_s": json_number(r.step_time_s),
+            "sequences": json_number(r.sequences),
+            "tokens_per_sequence": json_number(r.tokens_per_sequence),
+            "tokens_per_s_per_user": json_number(r.tokens_per_s_per_user),
+            "flops_per_token": json_number(None if r.tokens is None else r.flops / r.tokens),
+            "fits": r.fits,
+            "memory_bytes": None if mem is None else json_number(mem.total),
+            "memory_capacity_bytes": None if mem is None else json_number(mem.capacity),
+            "memory": None if mem is None else to_dict(mem)}
 
 
 @to_text.register
@@ -143,3 +179,73 @@ def _roofline_text(r: Roofline) -> str:
             f"{r.bound or 'bound depends on free symbols'}; time {text_number(r.time_s)} s "
             f"(no overlap {text_number(r.time_serial_s)} s), "
             f"attainable {text_number(r.attainable)} FLOP/s")
+
+
+def seconds(x: sp.Expr) -> str:
+    """A time for people: ``5.24 ms``, ``30.0 us``, ``1.2 s``."""
+    if x.free_symbols:
+        return f"{text_number(x)} s"
+    v = float(x)
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if v >= scale or unit == "us":
+            return f"{v / scale:.4g} {unit}"
+    return f"{v:.4g} s"  # pragma: no cover - the loop ends at us
+
+
+def _gb(x: sp.Expr | None) -> str:
+    """Bytes with a decimal prefix, four figures: ``17.64 GB`` (memory sizes side by side
+    read best in one kind of prefix)."""
+    if x is None:
+        return "unknown"
+    if x.free_symbols:
+        return f"{text_number(x)} B"
+    v = float(x)
+    for scale, unit in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if v >= scale:
+            return f"{v / scale:.4g} {unit}"
+    return f"{v:.4g} B"
+
+
+def serving_lines(r: Roofline) -> list[str]:
+    """The serving figures of a decode or prefill roofline: the layout and its link,
+    latency and tokens/s, memory per device and whether it fits."""
+    out: list[str] = []
+    if r.tp != 1 or r.pp != 1:
+        link = "" if r.link is None or r.link_bandwidth is None else \
+            f" over {r.link} ({si(r.link_bandwidth, 'B/s')} per direction)"
+        pipe = "" if r.pp == 1 else (f", pp {r.pp} x {r.microbatches} micro-batch"
+                                     f"{'es' if r.microbatches != 1 else ''} (bubble "
+                                     f"{text_number(r.bubble)})")
+        out.append(f"tp {r.tp}{pipe}{link}: sends {_gb(r.communication)} in "
+                   f"{seconds(r.communication_time_s)} (not overlapped; all overlapped "
+                   f"{seconds(r.time_overlapped_s)})")
+    per = r.tokens_per_sequence
+    eff = "" if r.efficiency == 1 else f" at efficiency {text_number(r.efficiency)}"
+    if per is not None and per == 1:
+        out.append(f"decode{eff}: ITL {seconds(r.step_time_s)}, "
+                   f"{text_number(r.tokens_per_s_per_user)} tokens/s per user, "
+                   f"{text_number(r.tokens_per_s)} tokens/s in total")
+    elif r.tokens_per_s is not None:
+        users = "" if r.tokens_per_s_per_user is None else \
+            f", {text_number(r.tokens_per_s_per_user)} tokens/s per sequence"
+        out.append(f"prefill{eff}: {seconds(r.step_time_s)} (time to first token), "
+                   f"{text_number(r.tokens_per_s)} tokens/s{users}")
+    if r.memory is not None:
+        out.append("memory per device: " + memory_line(r.memory))
+    return out
+
+
+def memory_line(m: DeviceMemory) -> str:
+    """``weights 17.64 GB + KV cache ... = 17.81 GB of 80 GB: fits``."""
+    verdict = {True: "fits", False: "does NOT fit", None: "fit unknown"}[m.fits]
+    cap = "" if m.usable is None else f" of {_gb(m.usable)}" + (
+        "" if m.reserve == 0 else f" ({text_number(1 - m.reserve)} of {_gb(m.capacity)})")
+    return (f"weights {_gb(m.weights)} + KV cache {_gb(m.kv_cache)} "
+            f"+ activations {_gb(m.activations)}"
+            + ("" if m.communication == 0 else f" + buffers {_gb(m.communication)}")
+            + f" = {_gb(m.total)}{cap}: {verdict}")
+
+
+def gigabytes(x: sp.Expr | None) -> str:
+    """Bytes with a decimal prefix, four figures (``17.64 GB``)."""
+    return _gb(x)

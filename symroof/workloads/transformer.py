@@ -41,8 +41,10 @@ from symroof.options import (Causal, DecodeTraffic, ExpertReads, FlopCount, Late
 from symroof.passes.backward import Backward, Saves
 from symroof.passes.optimizer import ADAM, Optimizer, OptimizerStep
 from symroof.passes.pipeline import Pipeline
+from symroof.passes.shard import MEMORY_KINDS
 from symroof.workloads.attention import ElementwiseFlops, op_groups
 from symroof.workloads.layers import TransformerShape, forward_graph, weight_tensors
+from symroof.workloads.parallel import check_layout, shard_model_graph
 
 __all__ = ["prefill", "decode", "training", "training_graph", "training_pipeline",
            "forward_graph", "weight_tensors", "ElementwiseFlops", "DECODE_TRAFFIC", "ADAM",
@@ -72,20 +74,29 @@ def prefill(model: TransformerShape, batch: object, seq: object, *,
             flops_per_element: ElementwiseFlops = ElementwiseFlops(),
             window_kernel: WindowKernel | str = WindowKernel.BAND,
             window_span: WindowSpan | str = WindowSpan.EXACT,
-            expert_reads: ExpertReads | str = ExpertReads.ALL) -> Analysis:
+            expert_reads: ExpertReads | str = ExpertReads.ALL, tp: object = 1,
+            pp: object = 1, microbatches: object = 1) -> Analysis:
     """One forward pass over ``batch x seq`` prompt tokens (attention fused by default).
 
     Traffic is compulsory traffic of every tensor kind (weights, activations). A windowed
     layer does about ``S W`` query-key pairs per head with a windowed kernel
     (``window_kernel="band"``); ``"masked"`` keeps the count of a kernel that computes
     the causal span and masks the window (with ``causal="none"``, PyTorch eager's S^2).
+    With ``tp``, ``pp`` (and ``microbatches``) the graph is one device's (see
+    :func:`decode`).
     """
-    g = forward_graph(_model(model, "prefill"), batch=batch, seq=seq, causal=causal,
+    m = _model(model, "prefill")
+    t, p, mb = check_layout(m, tp=tp, pp=pp, microbatches=microbatches)
+    g = forward_graph(m, batch=_micro(batch, mb), seq=seq, causal=causal,
                       fused=fused, unfused=unfused, logits=logits,
                       flops_per_element=flops_per_element, window_kernel=window_kernel,
                       window_span=window_span, expert_reads=expert_reads)
+    sharded = t * p != 1
+    if sharded:
+        g = shard_model_graph(g, m, tp=t, pp=p, microbatches=mb)
     return analyze(g, flop_count=flop_count, ops=op_groups(ops),
-                   tokens=as_dim(batch, "batch") * as_dim(seq, "seq"))
+                   traffic=MEMORY_KINDS if sharded else None,
+                   tokens=_micro(batch, mb) * as_dim(seq, "seq"))
 
 
 @renamed(flops="flop_count")
@@ -97,7 +108,8 @@ def decode(model: TransformerShape, batch: object, context: object | None = None
            flops_per_element: ElementwiseFlops = ElementwiseFlops(),
            window_span: WindowSpan | str = WindowSpan.EXACT,
            latent: LatentDecode | str = LatentDecode.ABSORBED,
-           expert_reads: ExpertReads | str = ExpertReads.ALL) -> Analysis:
+           expert_reads: ExpertReads | str = ExpertReads.ALL, tp: object = 1, pp: object = 1,
+           microbatches: object = 1) -> Analysis:
     """One decode step: one new token per sequence attending to ``context`` cached positions.
 
     ``context`` counts the KV positions attended, the new token's included; give
@@ -110,17 +122,39 @@ def decode(model: TransformerShape, batch: object, context: object | None = None
     ``min(context, W)`` positions (the new token is inside its window); latent attention
     runs ``latent="absorbed"`` (default) or ``"naive"`` (K and V up-projected from every
     cached latent, as transformers does).
+
+    ``tp`` (tensor parallel) and ``pp`` (pipeline stages) make the graph one device's,
+    with its communication (:func:`symroof.passes.shard`): F and Q per device, the
+    bytes each device sends in ``cost.bytes_by_kind[Kind.COMMUNICATION]`` (not in Q).
+    With ``microbatches`` m the graph is one micro-batch of ``batch/m`` sequences on the
+    last stage, and ``tokens`` are that micro-batch's.
     """
     if (context is None) == (past is None):
         raise SymroofError("decode: give exactly one of context (positions attended, the new "
                            "token included) and past (cached tokens before this step)")
     ctx = as_dim(context, "context") if past is None else _past(past) + 1
     kinds = DECODE_TRAFFIC[option(DecodeTraffic, traffic, "decode traffic")]
-    g = forward_graph(_model(model, "decode"), batch=batch, seq=1, context=ctx, decode=True,
+    m = _model(model, "decode")
+    t, p, mb = check_layout(m, tp=tp, pp=pp, microbatches=microbatches)
+    g = forward_graph(m, batch=_micro(batch, mb), seq=1, context=ctx, decode=True,
                       logits=logits, kv_write=kv_write, flops_per_element=flops_per_element,
                       window_span=window_span, latent=latent, expert_reads=expert_reads)
+    if t * p != 1:
+        g = shard_model_graph(g, m, tp=t, pp=p, microbatches=mb)
+        kinds = kinds & MEMORY_KINDS
     return analyze(g, flop_count=flop_count, ops=op_groups(ops), traffic=kinds,
-                   tokens=as_dim(batch, "batch"))
+                   tokens=_micro(batch, mb))
+
+
+def _micro(batch: object, microbatches: sp.Expr) -> sp.Expr:
+    """Sequences of one micro-batch: ``batch / microbatches``, which must be whole."""
+    bt = as_dim(batch, "batch")
+    if microbatches == 1:
+        return bt
+    q = bt / microbatches
+    if q.is_number and not q.is_integer:
+        raise SymroofError(f"microbatches {microbatches}: does not divide the batch {bt}")
+    return q
 
 
 def _past(past: object) -> sp.Expr:

@@ -1,0 +1,262 @@
+"""Serving estimates from the graphs: how many sequences fit, time to first token, where
+4-bit weights stop paying, and speculative decoding.
+
+Every figure comes from a decode or prefill graph (sharded with ``tp``/``pp``), its
+roofline and its per-device memory (:mod:`symroof.device`); nothing here is a closed
+form typed in.
+
+- :func:`max_sequences`: sequences of ``context`` tokens whose KV cache fits beside the
+  weights on each device: ``floor((capacity (1 - reserve) - weights) / KV per sequence)``,
+  both per device from the sharded graph (activations and buffers are what ``reserve``
+  keeps room for; the seeds count neither).
+- :func:`time_to_first_token`: the prefill of ``batch`` prompts, as one step.
+- :func:`weight_quantization`: decode time with 16-bit weights over 4-bit weights (INT4
+  weight-only: 4-bit bytes, 16-bit compute) as a formula in the batch, and the batches
+  where each turns compute-bound, past which the 4-bit weights stop helping.
+- :func:`speculative`: ``(1 - a^(k+1))/(1 - a)`` tokens per target pass for ``k`` drafted
+  tokens accepted with probability ``a`` each, and the speedup once the draft model's own
+  ``k`` steps and the target's verification of ``k + 1`` tokens are paid for.
+
+>>> expected_tokens(4, sp.Rational(4, 5))    # (1 - 0.8^5) / 0.2
+2101/625
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from symroof import hardware
+from symroof.analysis import Analysis, analyze
+from symroof.errors import SymroofError
+from symroof.evaluate import Roofline, roofline
+from symroof.hardware import HardwareSpec
+from symroof.ir import Kind, as_dim, as_expr
+from symroof.models import TransformerModel
+from symroof.options import Logits, OpsCounted
+from symroof.precision import bytes_per_value
+from symroof.symbols import B, b
+from symroof.workloads import decode, prefill
+from symroof.workloads.attention import op_groups
+from symroof.workloads.layers import forward_graph
+from symroof.workloads.parallel import check_layout, shard_model_graph
+
+__all__ = ["Capacity", "max_sequences", "time_to_first_token", "WeightGain",
+           "weight_quantization", "expected_tokens", "Speculation", "speculative",
+           "kv_cache_per_device"]
+
+
+def _model(model: object, precision: str, what: str) -> TransformerModel:
+    """``model``, checked, with ``precision`` a known name (it sets a free ``b``)."""
+    if not isinstance(model, TransformerModel):
+        raise SymroofError(f"{what}: expected a transformer model, got {type(model).__name__}")
+    bytes_per_value(precision)  # a known name, or an error listing them
+    return model
+
+
+def _at_b(x: sp.Expr, precision: str) -> sp.Expr:
+    return x.xreplace({b: bytes_per_value(precision)})
+
+
+def kv_cache_per_device(model: TransformerModel, *, batch: object, context: object,
+                        tp: object = 1, pp: object = 1) -> sp.Expr:
+    """KV-cache bytes one device holds for ``batch`` sequences at ``context`` positions
+    (a decode graph's cache tensors, sharded: KV heads split or replicated, a stage's
+    layers)."""
+    dec = decode(model, batch, context, tp=tp, pp=pp)
+    return dec.cost.bytes_by_kind.get(Kind.KV_CACHE, sp.Integer(0))
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """How many sequences fit on each device, and the figures behind the count.
+
+    ``exact`` is ``free / per_sequence`` before rounding down; ``sequences`` the count
+    (0 when the weights alone do not fit).
+    """
+
+    sequences: sp.Expr
+    exact: sp.Expr
+    usable: sp.Expr          # capacity x (1 - reserve), per device
+    weights: sp.Expr         # per device
+    per_sequence: sp.Expr    # KV bytes of one sequence, per device
+    capacity: sp.Expr
+    reserve: sp.Expr
+    tp: sp.Expr
+    pp: sp.Expr
+
+    @property
+    def free(self) -> sp.Expr:
+        """usable - weights: the room for KV caches on each device."""
+        return self.usable - self.weights
+
+
+def max_sequences(model: TransformerModel, hw: HardwareSpec | str, *, context: object,
+                  tp: object = 1, pp: object = 1, reserve: object = 0,
+                  precision: str = "bf16", level: str | None = None) -> Capacity:
+    """Sequences of ``context`` positions whose caches fit beside the weights, on each of
+    ``tp x pp`` devices (see the module docstring); a free ``b`` is ``precision``'s.
+
+    >>> from symroof.models import get
+    >>> m = get("llama-3-70b").with_precision(weights="fp8", kv_cache="fp8", activations="fp8")
+    >>> max_sequences(m, "h100-sxm", context=8000, tp=4).sequences    # "190 users at 8k"
+    190
+    """
+    m = _model(model, precision, "max_sequences")
+    spec = hardware.resolve(hw)
+    t, p, _ = check_layout(m, tp=tp, pp=pp)
+    cap = spec.capacity(level)
+    if cap is None:
+        raise SymroofError(f"max_sequences: {spec.name} has no published capacity for "
+                           f"{level or 'main memory'}")
+    r = roofline(decode(m, 1, as_dim(context, "context"), tp=t, pp=p), spec,
+                 precision=precision, reserve=reserve, level=level)
+    assert r.memory is not None and r.memory.usable is not None  # a known capacity
+    weights, per_seq = _at_b(r.memory.weights, precision), _at_b(r.memory.kv_cache, precision)
+    usable = r.memory.usable
+    exact = (usable - weights) / per_seq
+    count = sp.Max(sp.Integer(0), sp.floor(exact)) if exact.is_number else exact
+    return Capacity(count, exact, usable, weights, per_seq, cap, r.memory.reserve, t, p)
+
+
+def time_to_first_token(model: TransformerModel, hw: HardwareSpec | str, *, batch: object,
+                        prompt: object, tp: object = 1, pp: object = 1,
+                        microbatches: object = 1, precision: str = "bf16",
+                        efficiency: object = 1, link: str | None = None) -> Roofline:
+    """The prefill of ``batch`` prompts of ``prompt`` tokens, whose ``step_time_s`` is the
+    time to the first token (the logits of the last position only)."""
+    m = _model(model, precision, "time_to_first_token")
+    pre = prefill(m, batch, prompt, logits=Logits.LAST, tp=tp, pp=pp,
+                  microbatches=microbatches)
+    free = pre.flops.free_symbols | pre.bytes.free_symbols
+    return roofline(pre, hw, precision=precision, efficiency=efficiency, link=link,
+                    subs={b: bytes_per_value(precision)} if b in free else None)
+
+
+@dataclass(frozen=True)
+class WeightGain:
+    """Decode with ``wide`` weights against ``narrow`` ones (compute at the same peak).
+
+    ``speedup`` is time(wide)/time(narrow) as a formula in B; ``narrow_compute`` and
+    ``wide_compute`` are the batches at which each turns compute-bound (None: never, the
+    KV cache keeps it memory-bound at this context). From ``wide_compute`` on, both run
+    at the compute roof and the narrow weights gain nothing; ``limit`` is the speedup as
+    B grows without bound.
+    """
+
+    wide: str
+    narrow: str
+    speedup: sp.Expr
+    at_batch_1: sp.Expr
+    narrow_compute: sp.Expr | None
+    wide_compute: sp.Expr | None
+    limit: sp.Expr
+
+
+def _decode_terms(m: TransformerModel, context: object, tp: object, hw: HardwareSpec,
+                  peak_precision: str) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """compute time, memory time and link time of a decode step, as formulas in B."""
+    dec = decode(m, B, context, tp=tp)
+    r = roofline(dec, hw, precision=peak_precision)
+    return r.compute_time_s, r.memory_time_s, r.communication_time_s
+
+
+def _compute_bound_from(compute: sp.Expr, memory: sp.Expr) -> sp.Expr | None:
+    """The batch where F/peak reaches Q/bandwidth (both linear in B), if any: a real
+    number (the batch is an integer, the crossing need not be)."""
+    x = sp.Dummy("x", positive=True)
+    found = [r for r in sp.solve(sp.Eq(compute, memory).xreplace({B: x}), x) if r.is_positive]
+    return found[0] if found else None
+
+
+def weight_quantization(model: TransformerModel, hw: HardwareSpec | str, *, context: object,
+                        tp: object = 1, wide: str = "bf16", narrow: str = "int4",
+                        kv_cache: str = "bf16", activations: str = "bf16") -> WeightGain:
+    """Where 4-bit (``narrow``) weights stop helping decode as the batch grows: the
+    speedup over ``wide`` weights, with the KV cache, activations and the peak at
+    ``kv_cache``/``activations`` (INT4 weight-only dequantizes to 16-bit compute)."""
+    spec = hardware.resolve(hw)
+    spec.peak(activations)  # a precision the chip has a peak for
+    times = []
+    for w in (wide, narrow):
+        m = _model(model, w, "weight_quantization").with_precision(
+            weights=w, kv_cache=kv_cache, activations=activations)
+        times.append(_decode_terms(m, context, tp, spec, activations))
+    (cw, mw, lw), (cn, mn, ln) = times
+    speedup = (sp.Max(cw, mw) + lw) / (sp.Max(cn, mn) + ln)
+    limit = sp.limit((mw + lw) / (mn + ln), B, sp.oo) if _compute_bound_from(cw, mw) is None \
+        else sp.Integer(1)
+    return WeightGain(wide, narrow, speedup, speedup.subs(B, 1),
+                      _compute_bound_from(cn, mn), _compute_bound_from(cw, mw), limit)
+
+
+def expected_tokens(k: object, acceptance: object) -> sp.Expr:
+    """Tokens a target pass yields with ``k`` drafted tokens, each accepted with
+    probability ``a`` until the first rejection: ``(1 - a^(k+1))/(1 - a)`` (``k + 1`` at
+    ``a = 1``; the target's own token included)."""
+    kk = as_dim(k, "draft tokens")
+    a = as_expr(acceptance, "acceptance")
+    if a.is_number and not (0 <= a <= 1):
+        raise SymroofError(f"acceptance: expected a probability 0 <= a <= 1, got {a}")
+    if a == 1:
+        return kk + 1
+    return (1 - a ** (kk + 1)) / (1 - a)
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """Speculative decoding against plain decoding of the target (times per step, s)."""
+
+    draft_tokens: sp.Expr
+    acceptance: sp.Expr
+    tokens_per_pass: sp.Expr   # expected tokens per target pass
+    target_step_s: sp.Expr     # one plain decode step of the target
+    draft_step_s: sp.Expr      # one decode step of the draft model
+    verify_s: sp.Expr          # the target's pass over k + 1 tokens per sequence
+
+    @property
+    def round_s(self) -> sp.Expr:
+        """k draft steps and one verification."""
+        return self.draft_tokens * self.draft_step_s + self.verify_s
+
+    @property
+    def speedup(self) -> sp.Expr:
+        """Tokens per second with speculation over without."""
+        return self.tokens_per_pass * self.target_step_s / self.round_s
+
+
+def _verify_pass(m: TransformerModel, batch: object, context: object, k: sp.Expr,
+                 tp: object) -> Analysis:
+    """The target reading its weights once for ``k + 1`` new tokens per sequence, each
+    attending to the cache (``context`` positions) and the drafted tokens."""
+    t, p, mb = check_layout(m, tp=tp)
+    g = forward_graph(m, batch=batch, seq=k + 1, context=as_dim(context, "context") + k,
+                      decode=True)
+    if t != 1:
+        g = shard_model_graph(g, m, tp=t)
+    kinds = {Kind.WEIGHT, Kind.KV_CACHE}
+    return analyze(g, ops=op_groups(OpsCounted.CONTRACTIONS), traffic=kinds,
+                   tokens=as_dim(batch, "batch") * (k + 1))
+
+
+def speculative(target: TransformerModel, draft: TransformerModel, hw: HardwareSpec | str, *,
+                batch: object, context: object, draft_tokens: object, acceptance: object,
+                tp: object = 1, draft_tp: object = 1, precision: str = "bf16",
+                link: str | None = None) -> Speculation:
+    """Speculative decoding of ``target`` with ``draft`` proposing ``draft_tokens`` per
+    round (see the module docstring); every step is a roofline of its graph."""
+    k = as_dim(draft_tokens, "draft tokens")
+    per_pass = expected_tokens(k, acceptance)
+    tg = _model(target, precision, "speculative target")
+    dr = _model(draft, precision, "speculative draft")
+
+    def step(a: Analysis) -> sp.Expr:
+        free = a.flops.free_symbols | a.bytes.free_symbols
+        return roofline(a, hw, precision=precision, link=link,
+                        subs={b: bytes_per_value(precision)} if b in free else None).time_s
+
+    return Speculation(k, as_expr(acceptance, "acceptance"), per_pass,
+                       step(decode(tg, batch, context, tp=tp)),
+                       step(decode(dr, batch, context, tp=draft_tp)),
+                       step(_verify_pass(tg, batch, context, k, tp)))
