@@ -16,7 +16,10 @@ from symroof.testing import assert_formula_equal
 from symroof import hardware
 from symroof.cli import main
 from symroof.parse import parse_assignments, parse_expr
-from symroof.symbols import CANONICAL, K, M, N, b
+from symroof.ir import Kind
+from symroof.models import get as get_model
+from symroof.symbols import CANONICAL, B, K, M, N, S, b
+from symroof.workloads import decode
 from symroof.workloads.basic import gemm, gemv
 
 # H100 SXM datasheet figures, typed in independently of the TOML file:
@@ -343,3 +346,195 @@ def test_full_disk_is_one_line_and_status_1(argv):
     done = _shell(f"{_cmd(argv)} > /dev/full")
     assert done.returncode == 1, done.stderr
     assert done.stderr == "symroof: error: cannot write output (No space left on device)\n"
+
+
+# ---------------------------------------------------------------------------
+# serving (issue 11): seed 001's table and exercises as commands
+
+
+TODAY_KEYS = {"subs", "flops", "bytes", "intensity", "hardware", "precision", "level",
+              "peak_flop_per_s", "bandwidth_bytes_per_s", "ridge", "attainable_flop_per_s",
+              "compute_time_s", "memory_time_s", "time_s", "time_serial_s", "bound",
+              "tokens_per_s"}
+SERVING_KEYS = {"tokens_per_s_per_user", "fits", "communication_time_s", "memory_bytes",
+                "memory_capacity_bytes", "time_overlapped_s", "step_time_s"}
+
+
+def test_tp8_table_as_a_command(capsys):
+    """Seed 001's "Llama-3-70B on 8 x H100 (TP=8), FP16, context 4096" table: one row per
+    batch, today's keys kept, the serving figures added (values: tests/test_serving.py)."""
+    doc = run_json(capsys, "eval", "decode", "--model", "llama-3-70b", "--hardware",
+                   "h100-sxm", "--tp", "8", "--set", "B=1,8,32,128,512", "--set", "S=4096",
+                   "--precision", "fp16")
+    assert isinstance(doc, dict) and len(doc["rows"]) == 5
+    for row in doc["rows"]:
+        assert TODAY_KEYS | SERVING_KEYS <= set(row)
+        assert row["tp"] == 8 and row["link"] == "nvlink"
+        assert row["link_bytes_per_s_per_direction"] == 450 * 10**9
+        assert row["time_s"] == pytest.approx(
+            max(row["compute_time_s"], row["memory_time_s"]) + row["communication_time_s"])
+        assert row["tokens_per_s_per_user"] == pytest.approx(1 / row["time_s"])
+    per_user = [r["tokens_per_s_per_user"] for r in doc["rows"]]
+    assert per_user == pytest.approx([190.537, 176.237, 140.167, 77.0722, 27.5202], rel=1e-5)
+    assert [r["fits"] for r in doc["rows"]] == [True, True, True, True, False]
+    assert doc["rows"][4]["memory"]["kv_cache"] == 512 * 4096 * 40960     # 85.9 GB per GPU
+    assert main(["eval", "decode", "--model", "llama-3-70b", "--hardware", "h100-sxm", "--tp",
+                 "8", "--set", "B=1,512", "--set", "S=4096", "--precision", "fp16"]) == 0
+    out = capsys.readouterr().out
+    assert "tp 8 over nvlink (450 GB/s per direction)" in out
+    assert "decode: ITL 5.248 ms, 190.537 tokens/s per user, 190.537 tokens/s in total" in out
+    assert "= 103.6 GB of 80 GB: does NOT fit" in out and ": fits" in out
+
+
+def test_worked_example_as_a_command(capsys):
+    (row,) = run_json(capsys, "eval", "decode", "--model", "llama-3-8b", "--hardware",
+                      "h100-sxm", "--precision", "fp16", "--set", "B=32", "--set",
+                      "S=2048")["rows"]
+    assert row["bytes"] == 23600046080 and row["bound"] == "memory"
+    assert row["tokens_per_s"] == pytest.approx(4542.36, rel=1e-5)          # seed: 5,280
+    assert row["tokens_per_s_per_user"] == pytest.approx(141.949, rel=1e-5)  # seed: 165
+    low = run_json(capsys, "eval", "decode", "--model", "llama-3-8b", "--hardware", "h100-sxm",
+                   "--precision", "fp16", "--set", "B=32", "--set", "S=2048",
+                   "--efficiency", "0.7")["rows"][0]
+    assert low["tokens_per_s"] == pytest.approx(0.7 * row["tokens_per_s"], rel=1e-12)
+    assert low["time_s"] == row["time_s"] and low["efficiency"] == pytest.approx(0.7)
+
+
+def test_exercise_b_six_combinations(capsys):
+    """FLOPs per decode token at 1k and 32k context, bytes at batch 1, 32, 256, ITL and
+    throughput for the six; second computation from the parameter count."""
+    doc = run_json(capsys, "eval", "decode", "--model", "llama-3-8b", "--hardware",
+                   "h100-sxm", "--precision", "fp16", "--set", "B=1,32,256",
+                   "--set", "S=1Ki,32Ki")
+    rows = doc["rows"]
+    assert [(r["subs"]["B"], r["subs"]["S"]) for r in rows] == [
+        (1, 1024), (1, 32768), (32, 1024), (32, 32768), (256, 1024), (256, 32768)]
+    params = 8030261248
+    matmul = params - 128256 * 4096 - 65 * 4096      # gathered embedding, 2L + 1 norms
+    for r in rows:
+        batch, ctx = r["subs"]["B"], r["subs"]["S"]
+        assert r["flops_per_token"] == 2 * matmul + 4 * 32 * ctx * 4096
+        kv = 2 * 32 * 8 * 128 * 2 * ctx * batch
+        assert r["bytes"] == (params - 128256 * 4096) * 2 + batch * 4096 * 2 + kv
+        assert r["step_time_s"] == pytest.approx(r["time_s"])
+        assert r["tokens_per_s"] == pytest.approx(batch / r["time_s"])
+    fits = {(r["subs"]["B"], r["subs"]["S"]): r["fits"] for r in rows}
+    assert fits[(32, 32768)] is False and fits[(256, 1024)] is True       # 34 GB of KV
+
+
+def test_exercise_c_crossover_curve(capsys):
+    assert main(["solve", "crossover", "decode", "--model", "llama-3-8b", "--var", "S",
+                 "--lhs", "Q_kv_cache", "--rhs", "Q_weight", "--set", "b=2"]) == 0
+    out = capsys.readouterr().out
+    assert "S = (B + 1832257)/(16*B)" in out
+    # second computation: on the curve, the decode graph's KV and weight bytes are equal
+    dec = decode(get_model("llama-3-8b"), B, S)
+    for batch in (1, 16, 64):
+        at_ = {B: batch, S: sp.Rational(batch + 1832257, 16 * batch), b: 2}
+        assert dec.bytes_by_kind[Kind.KV_CACHE].subs(at_) == dec.bytes_by_kind[Kind.WEIGHT].subs(at_)
+
+
+def test_exercise_d_precisions_as_commands(capsys):
+    def step(*extra: str, workload: str = "decode", s: str = "1Ki") -> float:
+        return run_json(capsys, "eval", workload, "--model", "llama-3-8b", "--hardware",
+                        "h100-sxm", "--set", "B=1", "--set", f"S={s}", *extra)["rows"][0]["time_s"]
+    d16, d8, d4 = (step("--weights", w, "--kv-cache", "fp16", "--activations", a)
+                   for w, a in (("fp16", "fp16"), ("fp8", "fp8"), ("int4", "fp16")))
+    p16, p4 = (step("--weights", w, "--activations", "fp16", workload="prefill", s="4Ki")
+               for w in ("fp16", "int4"))
+    assert d16 / d8 == pytest.approx(2.0, rel=1e-2)
+    assert d16 / d4 == pytest.approx(3.8964, rel=1e-4)
+    assert p16 / p4 == pytest.approx(1.0, abs=1e-9)
+
+
+def test_memory_and_capacity_commands(capsys):
+    doc = run_json(capsys, "capacity", "--model", "llama-3-70b", "--hardware", "h100-sxm",
+                   "--tp", "4", "--precision", "fp8", "--context", "8k,8Ki")
+    assert [(r["context"], r["sequences"]) for r in doc["rows"]] == [(8000, 190), (8192, 185)]
+    held = run_json(capsys, "capacity", "--model", "llama-3-70b", "--hardware", "h100-sxm",
+                    "--tp", "4", "--precision", "fp8", "--context", "8k", "--reserve", "0.1")
+    assert held["rows"][0]["sequences"] == 165
+    assert main(["capacity", "--model", "Llama-3-70B", "--hardware", "H100-SXM", "--tp", "4",
+                 "--precision", "fp8", "--context", "8k"]) == 0
+    out = capsys.readouterr().out
+    assert "190 sequences (190.309)" in out and "--reserve" in out
+    mem = run_json(capsys, "memory", "--model", "llama-3-70b", "--hardware", "h100-sxm",
+                   "--tp", "8", "--precision", "fp16", "--set", "B=32,512", "--set", "S=4096")
+    assert [r["fits"] for r in mem["rows"]] == [True, False]
+    assert mem["rows"][0]["weights"] == 17640734720 and mem["rows"][1]["memory_bytes"] > 80e9
+    assert main(["memory", "--model", "mixtral-8x7b", "--hardware", "h100-sxm", "--set", "B=1",
+                 "--set", "S=1024"]) == 0
+    assert "experts=8 (top-2)" in capsys.readouterr().out
+
+
+def test_prompt_speculation_and_experts_as_options(capsys):
+    (row,) = run_json(capsys, "eval", "decode", "--model", "llama-3-70b", "--hardware",
+                      "h100-sxm", "--tp", "8", "--set", "B=1", "--set", "S=2048", "--prompt",
+                      "2048", "--draft", "llama-3-8b", "--draft-tokens", "4", "--acceptance",
+                      "0.8", "--draft-tp", "8")["rows"]
+    assert row["ttft_s"] > row["time_s"] and row["ttft_prompt_tokens"] == 2048
+    assert row["speculative"]["tokens_per_target_pass"] == pytest.approx(3.3616)
+    assert row["speculative"]["speedup"] == pytest.approx(2.32332, rel=1e-4)
+    t = {mode: run_json(capsys, "eval", "decode", "--model", "mixtral-8x7b", "--hardware",
+                        "h100-sxm", "--set", "B=1", "--set", "S=1024", "--expert-reads",
+                        mode)["rows"][0]["time_s"] for mode in ("all", "expected")}
+    assert t["all"] / t["expected"] == pytest.approx(3.6392, rel=1e-4)
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["eval", "decode", "--model", "llama-3-70b", "--hardware", "h100-sxm", "--tp", "6"],
+     ["--tp 6", "expected one of 1, 2, 4, 8, 16, 32, 64"]),
+    (["eval", "decode", "--model", "llama-3-70b", "--hardware", "h100-sxm", "--tp", "0"],
+     ["--tp", "positive integer"]),
+    (["eval", "decode", "--model", "llama-3-70b", "--hardware", "h100-sxm", "--pp", "81"],
+     ["--pp 81", "expected 1 to 80"]),
+    (["eval", "decode", "--model", "llama-3-8b", "--hardware", "opteron-x2", "--precision",
+      "fp64", "--tp", "2"], ["--tp 2", "opteron-x2 lists no interconnect"]),
+    (["eval", "decode", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--weights", "fp3"],
+     ["--weights", "invalid choice", "int4"]),
+    (["eval", "decode", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--precision", "q7"],
+     ["--precision q7", "expected one of", "bf16"]),
+    (["eval", "decode", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--precision",
+      "int4"], ["--precision int4", "no peak for int4", "offers", "fp8", "--weights int4"]),
+    (["eval", "decode", "--model", "llama-3-8b", "--hardware", "a100-80gb", "--activations",
+      "fp8"], ["--activations fp8", "no peak for fp8"]),
+    (["eval", "gemm", "--hardware", "h100-sxm", "--tp", "2"], ["--tp", "does not use it"]),
+    (["eval", "prefill", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--prompt", "8"],
+     ["--prompt", "only for decode"]),
+    (["capacity", "--model", "llama-3-70b", "--hardware", "h100-sxm", "--tp", "3",
+      "--context", "8k"], ["--tp 3", "expected one of"]),
+])
+def test_serving_bad_input(capsys, argv, fragments):
+    line = run_error(capsys, *argv)
+    assert all(f in line for f in fragments), line
+
+
+def test_inputs_a_user_expects(capsys, tmp_path):
+    spec = hardware.get("h100-sxm")
+    chip = tmp_path / "mine.toml"
+    chip.write_text((REPO / "symroof" / "hardware" / "h100-sxm.toml").read_text())
+    folder = tmp_path / "llama"
+    folder.mkdir()
+    (folder / "config.json").write_text(
+        (REPO / "tests" / "fixtures" / "hf_configs" / "llama-3-8b.json").read_text())
+    by_path = run_json(capsys, "eval", "decode", "--model", str(folder), "--hardware",
+                       str(chip), "--set", "B=32", "--set", "S=2048")["rows"][0]
+    by_name = run_json(capsys, "eval", "decode", "--model", "LLAMA-3-8B", "--hardware",
+                       "H100-SXM", "--set", "B=32", "--set", "S=2048")["rows"][0]
+    assert by_path["time_s"] == pytest.approx(by_name["time_s"], rel=1e-12)
+    assert by_path["ridge"] == pytest.approx(float(spec.ridge("bf16")))
+    # 8Ki is 8192, 8k is 8000: each row says what it read
+    rows = run_json(capsys, "eval", "decode", "--model", "llama-3-8b", "--hardware",
+                    "h100-sxm", "--set", "B=1", "--set", "S=8k,8Ki")["rows"]
+    assert [r["subs"]["S"] for r in rows] == [8000, 8192]
+    assert main(["eval", "decode", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--set",
+                 "B=1", "--set", "S=8Ki"]) == 0
+    assert "at B=1 S=8192 b=2" in capsys.readouterr().out
+    assert main(["--version"]) == 0 and "symroof" in capsys.readouterr().out
+    assert main([]) == 0 and "usage: symroof" in capsys.readouterr().out
+    assert main(["eval", "--help"]) == 0
+    assert "in derive and eval alike (default bf16; formulas keep b)" in \
+        " ".join(capsys.readouterr().out.split())
+    assert "holds no config.json" in run_error(capsys, "eval", "decode", "--model",
+                                               str(tmp_path), "--hardware", "h100-sxm")
+

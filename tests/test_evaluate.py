@@ -191,3 +191,60 @@ def test_roofline_precision_and_symbols():
     assert rs.bound is None and rs.flops.free_symbols == {B}
     with pytest.raises(SymroofError):
         sr.roofline(dec.intensity, "h100-sxm")
+
+
+# ---------------------------------------------------------------------------
+# serving figures, the link roof and the memory fit (issue 11)
+
+
+def test_one_device_roofline_keeps_its_meaning():
+    """Without communication, time_s is max(F/peak, Q/bandwidth) exactly as before, and
+    the serving figures reduce to it."""
+    r = sr.roofline(sr.workloads.decode(sr.models.get("llama-3-8b"), B, S), "h100-sxm",
+                    subs={B: 32, S: 2048})
+    assert r.communication == 0 and r.communication_time_s == 0 and r.link is None
+    assert r.time_s == sp.Max(r.compute_time_s, r.memory_time_s)
+    assert r.time_overlapped_s == r.time_s == r.step_time_s
+    assert r.tokens_per_s == r.tokens / r.time_s and r.sequences == 32
+    assert r.tokens_per_sequence == 1 and r.tokens_per_s_per_user == 1 / r.time_s
+    assert (r.tp, r.pp, r.microbatches, r.bubble, r.efficiency) == (1, 1, 1, 0, 1)
+    assert r.limiter == "memory" and r.fits is True
+    gemm = sr.roofline(sr.workloads.gemm(M, N, K), "h100-sxm", subs={M: 8, N: 8, K: 8})
+    assert gemm.tokens_per_s_per_user is None and gemm.sequences is None
+
+
+def test_memory_footprint_parts_by_hand():
+    """Weights, KV cache and the largest kernel's activations of a decode step, counted
+    from the model's config numbers (Llama-3-8B, bf16, B = 32, S = 2048)."""
+    m = sr.models.get("llama-3-8b")
+    r = sr.roofline(sr.workloads.decode(m, 32, 2048), "h100-sxm")
+    assert r.memory.weights == m.params * 2                    # every table is held
+    assert r.memory.kv_cache == 2 * 32 * 8 * 128 * 2 * 2048 * 32
+    # the largest kernel: the LM head, reading 32 x 4096 and writing 32 x 128256 logits
+    assert r.memory.activations == (32 * 4096 + 32 * 128256) * 2
+    assert r.memory.capacity == 80 * 10**9 and r.memory.fits
+    big = sr.roofline(sr.workloads.decode(sr.models.get("llama-3-70b"), 32, 2048), "h100-sxm")
+    assert big.fits is False and big.memory.total > 80 * 10**9  # 141 GB of weights alone
+    held = sr.roofline(sr.workloads.decode(m, 32, 2048), "h100-sxm", reserve=R(Fraction(7, 10)))
+    assert held.memory.usable == 24 * 10**9 and held.fits is False
+    free = sr.roofline(sr.workloads.decode(m, B, S), "h100-sxm")
+    assert free.fits is None                                    # B, S free: undecided
+
+
+def test_link_roof_and_pipeline_step():
+    """A sharded step adds its communication to the overlapped memory/compute time; a
+    pipelined step is (m + p - 1) micro-batch times at the efficiency."""
+    m = sr.models.get("llama-3-8b")
+    r = sr.roofline(sr.workloads.decode(m, 8, 1024, tp=4, pp=2, microbatches=2), "h100-sxm",
+                    efficiency=R(Fraction(1, 2)))
+    assert (r.tp, r.pp, r.microbatches) == (4, 2, 2) and r.link == "nvlink"
+    assert r.link_bandwidth == 450 * 10**9
+    assert r.time_s == sp.Max(r.compute_time_s, r.memory_time_s) + r.communication / (450 * 10**9)
+    assert r.bubble == sp.Rational(1, 3)
+    assert r.step_time_s == 3 * r.time_s * 2                   # (2 + 2 - 1) runs, at 1/2
+    assert r.tokens == 4 and r.tokens_per_s == 8 / r.step_time_s
+    assert r.tokens_per_s_per_user == 1 / r.step_time_s
+    pcie = sr.roofline(sr.workloads.decode(m, 8, 1024, tp=4), "h100-sxm", link="pcie")
+    assert pcie.link_bandwidth == 64 * 10**9
+    with pytest.raises(SymroofError, match="link 'ib'.*expected one of nvlink, pcie"):
+        sr.roofline(sr.workloads.decode(m, 8, 1024, tp=4), "h100-sxm", link="ib")

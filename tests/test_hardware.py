@@ -350,3 +350,52 @@ def test_to_dict_is_exact_and_has_computed_ridges() -> None:
     assert hbm["bandwidth_bytes_per_s"] == 3_350_000_000_000 and hbm["capacity_bytes"] == 80 * 10**9
     bf16 = next(r for r in d["ridges"] if (r["unit"], r["precision"]) == ("matrix", "bf16"))
     assert bf16["ops_per_byte"] == "19788/67" and abs(bf16["ops_per_byte_float"] - 295.343) < 1e-3
+
+
+# ---------------------------------------------------------------------------
+# links: which directions a figure counts; FP4; names in any case; chip files
+
+
+def test_every_shipped_link_states_its_direction() -> None:
+    """Each interconnect table says whether its figure is both directions or each (read
+    from the file's text, not the loader's default)."""
+    root = Path(hardware.__file__).parent
+    for name in SHIPPED:
+        text = (root / f"{name}.toml").read_text()
+        assert text.count("[interconnect.") == text.count("\ndirection = "), name
+    h100 = hardware.get("h100-sxm").interconnects["nvlink"]
+    assert (h100.direction, h100.bandwidth, h100.per_direction) == ("both", 900 * 10**9,
+                                                                    450 * 10**9)
+    assert hardware.get("b200").interconnects["nvlink"].per_direction == 900 * 10**9
+    tpu = hardware.get("tpu-v1").interconnects["pcie"]
+    assert tpu.direction == "each" and tpu.per_direction == tpu.bandwidth == 14 * 2**30
+    assert to_dict(hardware.get("h100-sxm"))["interconnects"][0]["per_direction_bytes_per_s"] \
+        == 450 * 10**9
+    assert "900 GB/s (both directions; 450 GB/s each way)" in to_text(hardware.get("h100-sxm"))
+
+
+def test_link_direction_is_checked(tmp_path: Path) -> None:
+    link = '\n[interconnect.fabric]\nbandwidth_gb_per_s = "100"\nsource = "s"\n'
+    spec = hardware.load(write(tmp_path, MINIMAL + link))
+    assert spec.interconnects["fabric"].direction == "both"     # the vendors' convention
+    each = hardware.load(write(tmp_path, MINIMAL + link.replace('source', 'direction = "each"\nsource')))
+    assert each.interconnects["fabric"].per_direction == 100 * 10**9
+    msg = error(tmp_path, MINIMAL + link.replace("source", 'direction = "up"\nsource'))
+    assert "direction: expected one of both, each" in msg
+
+
+def test_b200_fp4_dense_peak() -> None:
+    """NVIDIA prints FP4 18 PFLOPS with sparsity per HGX B200 GPU; dense is half."""
+    b200 = hardware.get("b200")
+    assert b200.peak("fp4") == 9000 * T == 2 * b200.peak("fp8")
+    assert "FP4 Tensor Core 9 PFLOPS dense" in b200.source("peak.matrix.fp4")
+    assert "fp4" not in hardware.get("h100-sxm").precisions()
+
+
+def test_names_in_any_case_and_chip_files(tmp_path: Path) -> None:
+    assert hardware.get("H100-SXM") is hardware.get("h100-sxm")
+    path = tmp_path / "copy.toml"
+    path.write_text((Path(hardware.__file__).parent / "l4.toml").read_text())
+    assert hardware.resolve(str(path)).name == "l4"
+    with pytest.raises(SymroofError, match="unknown hardware 'H100'.*did you mean"):
+        hardware.get("H100")

@@ -125,6 +125,10 @@ class Sharding:
     pp: sp.Expr = _ONE
     microbatches: sp.Expr = _ONE
 
+    def __post_init__(self) -> None:
+        for f in ("tp", "pp", "microbatches"):
+            object.__setattr__(self, f, as_dim(getattr(self, f), f"sharding {f}"))
+
     @property
     def devices(self) -> sp.Expr:
         """tp x pp."""

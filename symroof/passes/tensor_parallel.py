@@ -171,7 +171,10 @@ def _propagate(g: Graph, t: sp.Expr, kv: sp.Expr | None, skip: frozenset[str],
             if _partial(st, x, reduce) and not _takes_partial(g, op, x, st, reduce):
                 raise _Restart(x.name)
         rule = _RULES.get(type(op))
-        if rule is None:
+        if all(y.name in pins for y in op.outputs):  # the caller says where the split goes
+            if any(_partial(st, x, reduce) for x in op.inputs):
+                st.partial.update(y.name for y in op.outputs)
+        elif rule is None:
             _other(g, op, st)
         else:
             rule(g, op, t, kv, st, reduce)  # type: ignore[operator]
