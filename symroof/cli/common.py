@@ -82,8 +82,8 @@ def check_precision(a: argparse.Namespace) -> None:
     their ``choices``)."""
     value = getattr(a, "precision", None)
     if value is not None and value not in BYTES:
-        raise SymroofError(f"--precision {value}: expected one of {', '.join(BYTES)}"
-                           f"{suggest(value, BYTES)}")
+        raise SymroofError(f"--precision {value}: unknown precision {value!r}; expected one "
+                           f"of {', '.join(BYTES)}{suggest(value, BYTES)}")
 
 
 def peak_precision(a: argparse.Namespace) -> tuple[str, str]:

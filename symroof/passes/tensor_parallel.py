@@ -222,7 +222,7 @@ def _divides(st: _State, size: sp.Expr, d: sp.Expr, where: str, *, pad: bool = F
             return
         raise SymroofError(f"shard: {where}: {size} does not split evenly over {d} devices")
     if not q.is_integer:
-        st.note(f"{d} divides {size} ({where})")
+        st.note(f"{d} divides {size}")
 
 
 def _gemm(g: Graph, op: Gemm, t: sp.Expr, kv: sp.Expr | None, st: _State,
@@ -387,7 +387,7 @@ def _absorb(st: _State, f: sp.Expr, size: sp.Expr, where: str) -> sp.Expr:
             return size
         raise SymroofError(f"shard: {where}: {f} devices neither divide the {size} heads "
                            "nor are a multiple of them")
-    st.note(f"{f} divides {size} ({where})")
+    st.note(f"{f} divides {size}")
     return f
 
 
