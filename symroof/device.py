@@ -147,9 +147,22 @@ def choose_link(spec: HardwareSpec, name: str | None = None, *, why: str = "tp >
     return max(links.values(), key=lambda link: (link.per_direction, link.name))
 
 
+_SEQUENCES: weakref.WeakKeyDictionary[object, tuple[sp.Expr | None]] = \
+    weakref.WeakKeyDictionary()
+
+
 def entry_sequences(graph: object) -> sp.Expr | None:
     """Sequences of a run: the leading axis of the activations (sequences, tokens, width)
-    entering a graph's first repeated block (None for a graph without one)."""
+    entering a graph's first repeated block (None for a graph without one; found once per
+    graph)."""
+    found = _SEQUENCES.get(graph)
+    if found is None:
+        found = (_entry_sequences(graph),)
+        _SEQUENCES[graph] = found
+    return found[0]
+
+
+def _entry_sequences(graph: object) -> sp.Expr | None:
     g = graph
     found = sorted((t for t in g.tensors if not g.block(t)  # type: ignore[attr-defined]
                     and t.kind == Kind.ACTIVATION and len(t.shape) == 3
@@ -182,5 +195,14 @@ def device_memory(workload: Analysis, spec: HardwareSpec, values: Mapping[sp.Sym
 
     acts = [at(x) for x in parts.activations]
     comm = [at(x) for x in parts.communication]
-    return DeviceMemory(at(parts.weights), at(kv), sp.Max(*acts) if acts else _ZERO,
-                        sp.Max(*comm) if comm else _ZERO, spec.capacity(level), reserve)
+    return DeviceMemory(at(parts.weights), at(kv), _largest(acts), _largest(comm),
+                        spec.capacity(level), reserve)
+
+
+def _largest(xs: list[sp.Expr]) -> sp.Expr:
+    """The largest of ``xs`` (0 for none): a number where all are numbers, else Max."""
+    if not xs:
+        return _ZERO
+    if all(x.is_Rational for x in xs):
+        return max(xs, key=lambda x: x)  # type: ignore[arg-type, return-value]
+    return sp.Max(*xs)

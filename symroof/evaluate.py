@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import sympy as sp
@@ -30,6 +31,14 @@ __all__ = ["evaluate", "sweep", "Roofline", "roofline", "symbol_map", "workload_
            "check_domain", "Point", "points", "DeviceMemory"]
 
 _ZERO, _ONE = sp.Integer(0), sp.Integer(1)
+
+
+def _max(*xs: sp.Expr) -> sp.Expr:
+    """``Max(*xs)``: the largest number itself when all are numbers (what Max returns,
+    without its argument processing, which dominates a row's evaluation)."""
+    if all(x.is_Rational for x in xs):
+        return max(xs, key=lambda x: x)  # type: ignore[arg-type, return-value]
+    return sp.Max(*xs)
 
 
 def symbol_map(expr: sp.Expr, subs: Mapping[object, object] | None, *,
@@ -199,16 +208,16 @@ class Roofline(Rich):
             return _ZERO
         return self.communication / self.link_bandwidth
 
-    @property
+    @cached_property
     def time_s(self) -> sp.Expr:
         """``max(F/peak, Q/bandwidth)`` (memory and compute overlap perfectly), plus the
         communication time (not overlapped)."""
-        return sp.Max(self.compute_time_s, self.memory_time_s) + self.communication_time_s
+        return _max(self.compute_time_s, self.memory_time_s) + self.communication_time_s
 
     @property
     def time_overlapped_s(self) -> sp.Expr:
         """``max(F/peak, Q/bandwidth, communication)``: the link overlapped too."""
-        return sp.Max(self.compute_time_s, self.memory_time_s, self.communication_time_s)
+        return _max(self.compute_time_s, self.memory_time_s, self.communication_time_s)
 
     @property
     def time_serial_s(self) -> sp.Expr:

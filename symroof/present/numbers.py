@@ -44,6 +44,8 @@ _TEN, _TWO = sp.Integer(10), sp.Integer(2)
 
 def _finite(x: object, what: str) -> sp.Expr:
     """``x`` as a SymPy value, refused unless finite and real (where it is a number)."""
+    if isinstance(x, sp.Rational):  # always finite and real: most values, checked fast
+        return x
     if isinstance(x, bool) or not isinstance(x, (sp.Basic, int, float)):
         raise SymroofError(f"{what}: expected a number, got {type(x).__name__} {x!r}")
     if isinstance(x, float) and not math.isfinite(x):
