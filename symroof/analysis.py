@@ -14,7 +14,8 @@ from functools import cached_property
 from types import MappingProxyType
 
 import sympy as sp
-from sympy.polys.rings import sring
+from sympy.core.mul import _keep_coeff
+from sympy.polys.rings import PolyElement, sring
 
 from symroof.cost import Convention, Cost, op_costs
 from symroof.errors import SymroofError
@@ -30,11 +31,13 @@ def ratio(num: sp.Expr, den: sp.Expr) -> sp.Expr:
 
     Two polynomials with rational coefficients (every FLOP and byte count of a graph
     without a fractional dimension) are cancelled in SymPy's polynomial ring directly,
-    which gives the same expression without ``cancel``'s rewriting of the quotient first.
+    and with integer coefficients their content and common monomial are taken out there
+    too: the same expression, without ``cancel``'s and ``factor_terms``' general passes
+    (tests/test_derive_speed.py compares the two structurally).
 
     >>> from symroof.symbols import n, b
-    >>> ratio(2*n**3, 3*n**2*b)
-    2*n/(3*b)
+    >>> ratio(2*n**3, 3*n**2*b), ratio(6*n**2 + 4*n, 2*n*b + 2*b)
+    (2*n/(3*b), n*(3*n + 2)/(b*(n + 1)))
     """
     if num.is_polynomial() and den.is_polynomial() and (num.free_symbols or den.free_symbols):
         ring, (p, q) = sring((num, den))
@@ -42,8 +45,24 @@ def ratio(num: sp.Expr, den: sp.Expr) -> sp.Expr:
             if not p:  # zero: cancel's answer
                 return sp.Integer(0)
             p, q = p.cancel(q)
-            return sp.factor_terms(p.as_expr() / q.as_expr())
+            if not (ring.domain.is_ZZ and len(p) > 1 and len(q) > 1):
+                return sp.factor_terms(p.as_expr() / q.as_expr())
+            cp, p = p.primitive()
+            cq, q = q.primitive()
+            return _keep_coeff(sp.Rational(cp, cq), sp.Mul(_factored(p), 1 / _factored(q)),
+                               clear=False, sign=True)
     return sp.factor_terms(sp.cancel(num / den))
+
+
+def _factored(p: PolyElement) -> sp.Expr:
+    """``factor_terms`` of a primitive integer polynomial of two or more terms: its common
+    monomial times the rest, the sign out where every term is negative."""
+    common = tuple(min(e) for e in zip(*p.itermonoms()))
+    rest = p.ring.from_dict({tuple(a - c for a, c in zip(m, common)): v for m, v in p.items()})
+    sign = -1 if all(v < 0 for v in rest.itercoeffs()) else 1
+    monomial = sp.Mul(*(g**e for g, e in zip(p.ring.symbols, common) if e))
+    return _keep_coeff(sp.Integer(sign), monomial * (sign * rest).as_expr(), clear=False,
+                       sign=True)
 
 
 @dataclass(frozen=True, eq=False)

@@ -182,7 +182,7 @@ cost_rule = RULES.register
 @cost_rule(Gemm)
 def _gemm(op: Gemm, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr]]:
     batch, m, n, k = op.dims
-    outputs = prod(batch) * m * n * op.work_fraction
+    outputs = _times(_times(_times(prod(batch), m), n), op.work_fraction)
     per_output = {FlopCount.TWO_PER_MAC: lambda: 2 * k, FlopCount.ONE_PER_MAC: lambda: k,
                   FlopCount.EXACT: lambda: 2 * k - 1}[conv.flop_count]()
     return outputs * per_output, {}
@@ -190,12 +190,12 @@ def _gemm(op: Gemm, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr]]:
 
 @cost_rule(Elementwise)
 def _elementwise(op: Elementwise, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr]]:
-    return op.out.numel * op.flops_per_element, {}
+    return _times(op.out.numel, op.flops_per_element), {}
 
 
 @cost_rule(Reduce)
 def _reduce(op: Reduce, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr]]:
-    return op.x.numel * op.flops_per_element, {}
+    return _times(op.x.numel, op.flops_per_element), {}
 
 
 @cost_rule(Gather)
