@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("symroof.display", "symroof.evaluate", "symroof.device"),
     ("symroof.solve", "symroof.footprint", "symroof.levels", "symroof.bounds", "symroof.training",
      "symroof.serving"),
-    ("symroof.measure", "symroof.atlas", "symroof.verify"),
+    ("symroof.measure", "symroof.atlas", "symroof.verify", "symroof.compiled"),
     ("symroof.present",),
     ("symroof.cli",),
     ("symroof", "symroof.testing", "symroof.__main__"),   # the facade and the pytest plugin
