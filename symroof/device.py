@@ -204,5 +204,5 @@ def _largest(xs: list[sp.Expr]) -> sp.Expr:
     if not xs:
         return _ZERO
     if all(x.is_Rational for x in xs):
-        return max(xs, key=lambda x: x)  # type: ignore[arg-type, return-value]
+        return max(xs, key=lambda x: x)
     return sp.Max(*xs)

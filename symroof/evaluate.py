@@ -37,7 +37,7 @@ def _max(*xs: sp.Expr) -> sp.Expr:
     """``Max(*xs)``: the largest number itself when all are numbers (what Max returns,
     without its argument processing, which dominates a row's evaluation)."""
     if all(x.is_Rational for x in xs):
-        return max(xs, key=lambda x: x)  # type: ignore[arg-type, return-value]
+        return max(xs, key=lambda x: x)
     return sp.Max(*xs)
 
 
@@ -367,7 +367,8 @@ def check_domain(workload: Analysis, values: Mapping[sp.Symbol, sp.Expr]) -> Non
 def roofline(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf16",
              subs: Mapping[object, object] | None = None, unit: str | None = None,
              level: str | None = None, efficiency: object = 1, link: str | None = None,
-             reserve: object = 0, kv_cache: object | None = None) -> Roofline:
+             reserve: object = 0, kv_cache: object | None = None,
+             footprint: bool = True) -> Roofline:
     """Bound ``workload`` on chip ``hw`` (a spec, its name or its file) at ``precision``.
 
     The peak is taken in the workload's FLOP convention (a chip whose vendor counts a
@@ -377,7 +378,9 @@ def roofline(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf
     (default: the chip's fastest interconnect, per direction). ``efficiency`` scales the
     serving figures (step time, tokens/s); ``reserve`` is the share of the memory kept
     back when judging the fit; ``kv_cache`` (bytes, in the workload's symbols) is the
-    cache a device holds where the graph reads none (a prefill writes it).
+    cache a device holds where the graph reads none (a prefill writes it); without
+    ``footprint`` (a training step, whose memory is :mod:`symroof.training`'s) ``memory``
+    is None.
     """
     if not isinstance(workload, Analysis):
         raise SymroofError(f"roofline: expected a workload (Analysis), got {type(workload).__name__}")
@@ -403,7 +406,7 @@ def roofline(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf
                     device_memory(workload, spec, values, level=level,
                                   microbatches=lay.microbatches,
                                   reserve=fraction(reserve, "reserve", zero=True),
-                                  kv_cache=kv_cache))
+                                  kv_cache=kv_cache) if footprint else None)
 
 
 @dataclass(frozen=True)
@@ -421,7 +424,7 @@ def points(workload: Analysis, rows: Iterable[Mapping[sp.Symbol, sp.Expr]], *,
            hw: HardwareSpec | str | None = None, precision: str = "bf16",
            unit: str | None = None, level: str | None = None, efficiency: object = 1,
            link: str | None = None, reserve: object = 0,
-           kv_cache: object | None = None) -> Iterator[Point]:
+           kv_cache: object | None = None, footprint: bool = True) -> Iterator[Point]:
     """``workload`` at each row of values (exact), with its roofline on ``hw`` if given
     (the keyword arguments after ``level`` are :func:`roofline`'s)."""
     spec = None if hw is None else hardware.resolve(hw)
@@ -431,6 +434,7 @@ def points(workload: Analysis, rows: Iterable[Mapping[sp.Symbol, sp.Expr]], *,
         r = None if spec is None else roofline(workload, spec, precision=precision,
                                                  subs=values, unit=unit, level=level,
                                                  efficiency=efficiency, link=link,
-                                                 reserve=reserve, kv_cache=kv_cache)
+                                                 reserve=reserve, kv_cache=kv_cache,
+                                                 footprint=footprint)
         yield Point(dict(values), _at(workload.flops, values), _at(workload.bytes, values),
                     _at(workload.intensity, values), r)

@@ -538,3 +538,15 @@ def test_inputs_a_user_expects(capsys, tmp_path):
     assert "holds no config.json" in run_error(capsys, "eval", "decode", "--model",
                                                str(tmp_path), "--hardware", "h100-sxm")
 
+
+
+def test_training_rows_leave_memory_to_symroof_train(capsys):
+    """A training step's memory (gradients, optimizer state, saved activations) is
+    `symroof train`'s: eval reports no fit for it and prints no serving lines."""
+    (row,) = run_json(capsys, "eval", "training", "--model", "llama-3-8b", "--hardware",
+                      "h100-sxm", "--set", "B=1", "--set", "S=512")["rows"]
+    assert row["fits"] is None and row["memory"] is None and row["memory_bytes"] is None
+    assert main(["eval", "training", "--model", "llama-3-8b", "--hardware", "h100-sxm",
+                 "--set", "B=1", "--set", "S=512"]) == 0
+    out = capsys.readouterr().out
+    assert "time to first token" not in out and "memory per device" not in out

@@ -134,8 +134,10 @@ def _run(args: argparse.Namespace, out: Output) -> int:
 
 def _serving_options(args: argparse.Namespace) -> dict[str, Any]:
     opts: dict[str, Any] = {"efficiency": number_arg(args.efficiency, "--efficiency", 1),
-                               "reserve": number_arg(args.reserve, "--reserve", 0),
-                               "link": args.link}
+                            "reserve": number_arg(args.reserve, "--reserve", 0),
+                            "link": args.link,
+                            # a training step's memory is symroof train's (gradients, state)
+                            "footprint": args.workload != "training"}
     if args.workload == "prefill":  # a prefill writes the cache it then holds
         lay = layout_of(args)
         opts["kv_cache"] = kv_cache_per_device(model_of(args), batch=B, context=S,

@@ -29,7 +29,11 @@ from symroof.solve import Crossover
 
 __all__ = ["FORMATS", "formula", "formula_line", "dumps", "derive_json", "derive_lines",
            "limit_doc", "limit_lines", "crossover_doc", "crossover_lines", "at", "ServingRow",
-           "memory_doc", "memory_lines", "capacity_doc", "capacity_lines"]
+           "memory_doc", "memory_lines", "capacity_doc", "capacity_lines", "SERVED"]
+
+
+#: Workloads whose eval rows carry serving figures (latency, tokens/s, memory per device).
+SERVED = frozenset({"decode", "prefill"})
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,7 @@ def derive_lines(name: str, wl: Analysis, points: Iterable[Point | ServingRow],
         if p.roofline is None:
             continue
         yield "    " + to_text(p.roofline)
-        if p.roofline.tokens is not None:
+        if name in SERVED:
             yield from ("    " + line for line in serving_lines(p.roofline))
         if isinstance(row, ServingRow):
             yield from ("    " + line for line in _extra_lines(row))
