@@ -24,7 +24,6 @@ from typing import Any
 
 import sympy as sp
 
-from symroof.errors import SymroofError
 from symroof.ir import Elementwise, Gather, Gemm, Graph, Kind, Move, Op, OpGroup, Reduce, View, prod
 from symroof.options import FlopCount, option
 from symroof.rules import RuleTable

@@ -15,7 +15,7 @@ import pytest
 import sympy as sp
 
 import symroof as sr
-from symroof import compiled
+from symroof import compiled, lambdified
 from symroof.errors import SymroofError
 from symroof.evaluate import Point, evaluate, points as exact_points, roofline
 from symroof.symbols import B, D, H, L, N, S, b, dim, n
@@ -204,7 +204,7 @@ def test_equal_expressions_share_one_compiled_function(monkeypatch: pytest.Monke
     other = compiled.function((sp.Rational(2, 3) * n * b**-1,), (n, b))  # built apart, equal
     assert one is other and compiled.cache_info()[:3] == (1, 1, 1)
     assert compiled.function((2 * n / (3 * b),), (b, n)) is not one   # argument order counts
-    monkeypatch.setattr(compiled, "MAXSIZE", 2)
+    monkeypatch.setattr(lambdified, "MAXSIZE", 2)
     for k in range(5):
         compiled.function((n + k,), (n,))
     assert compiled.cache_info().size == 2                            # least recent dropped

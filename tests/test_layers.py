@@ -29,10 +29,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("symroof.passes",),
     ("symroof.workloads",),
     ("symroof.models",),
-    ("symroof.display", "symroof.evaluate", "symroof.device"),
+    ("symroof.display", "symroof.evaluate", "symroof.device", "symroof.lambdified"),
     ("symroof.solve", "symroof.footprint", "symroof.levels", "symroof.bounds", "symroof.training",
      "symroof.serving"),
-    ("symroof.measure", "symroof.atlas", "symroof.verify", "symroof.compiled"),
+    ("symroof.measure", "symroof.atlas", "symroof.verify", "symroof.compiled", "symroof.numeric"),
     ("symroof.present",),
     ("symroof.cli",),
     ("symroof", "symroof.testing", "symroof.__main__"),   # the facade and the pytest plugin
