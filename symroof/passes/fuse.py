@@ -92,7 +92,7 @@ def _groups(groups: object, where: str) -> tuple[frozenset[str], ...]:
         raise SymroofError(f"{where}: expected groups of op names, e.g. [{{'a', 'b'}}], "
                            f"got {groups!r}")
     out = []
-    for gr in groups:  # type: ignore[attr-defined]
+    for gr in groups:
         if isinstance(gr, (str, bytes)) or not hasattr(gr, "__iter__") or \
                 not all(isinstance(n, str) for n in gr):
             raise SymroofError(f"{where}: a group is a set of op names, got {gr!r}")
