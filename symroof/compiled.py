@@ -43,12 +43,11 @@ from symroof.evaluate import evaluate, symbol_map
 from symroof.ir import as_expr
 from symroof.lambdified import MAXSIZE, CacheInfo, cache_info, function, run as _run
 from symroof.lambdified import cache_clear as _forget_functions
-from symroof.numeric import (FIGURES, NumericPoint, NumericRoofline, Rooflines, points,
-                             refuse_not_finite as _refuse, rooflines)
+from symroof.numeric import FIGURES, Rooflines, points, rooflines
+from symroof.numeric import refuse_not_finite as _refuse
 
 __all__ = ["function", "cache_info", "cache_clear", "CacheInfo", "MAXSIZE", "sweep",
-           "rooflines", "Rooflines", "FIGURES", "points", "NumericPoint", "NumericRoofline",
-           "blocks"]
+           "rooflines", "Rooflines", "FIGURES", "points", "blocks"]
 
 _LOCK = threading.Lock()
 

@@ -21,6 +21,7 @@ a point where a float formula is not finite as the exact path would. Use them th
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,8 +39,7 @@ from symroof.ir import as_expr
 from symroof.lambdified import run as _run
 from symroof.symbols import b as _b
 
-__all__ = ["FIGURES", "Rooflines", "rooflines", "NumericRoofline", "NumericPoint", "points",
-           "refuse_not_finite"]
+__all__ = ["FIGURES", "Rooflines", "rooflines", "points", "refuse_not_finite"]
 
 
 #: A roofline's figures that are numbers at a point (what :class:`Rooflines` evaluates).
@@ -59,21 +59,26 @@ def _free(workload: Analysis) -> frozenset[sp.Symbol]:
     return per["free"]
 
 
-def _symbolic(workload: Analysis, spec: HardwareSpec, precision: str, unit: str | None,
-              level: str | None, own_b: bool
+def _symbolic(workload: Analysis, spec: HardwareSpec, precision: str, own_b: bool,
+              options: Mapping[str, Any]
               ) -> tuple[Roofline, frozenset[sp.Symbol], dict[str, sp.Expr]]:
     """The exact path's roofline with the workload's symbols free (its formulas), the
     symbols it uses, and its figures' formulas as they are asked for; made once per
-    workload, chip and options (``own_b``: the grid gives ``b``)."""
+    workload, chip, precision and options (``own_b``: the grid gives ``b``)."""
     per = _PER_WORKLOAD.setdefault(workload, {})
-    key = (spec.name, precision, unit, level, own_b)
-    found = per.get(key)
+    try:
+        key: Any = (spec.name, precision, own_b, tuple(sorted(options.items())))
+        found = per.get(key)
+    except TypeError:  # an option that cannot be a key: made again each time
+        key, found = None, None
     if found is None or (found[0] is not spec and found[0] != spec):
-        r = roofline(workload, spec, precision=precision, unit=unit, level=level,
-                     subs={_b: _b} if own_b else None)
+        r = roofline(workload, spec, precision=precision, subs={_b: _b} if own_b else None,
+                     **options)
         free = r.flops.free_symbols | r.bytes.free_symbols | (
             r.tokens.free_symbols if r.tokens is not None else set())
-        found = per[key] = (spec, r, frozenset(free), {})
+        found = (spec, r, frozenset(free), {})
+        if key is not None:
+            per[key] = found
     return found[1], found[2], found[3]
 
 
@@ -131,12 +136,12 @@ class Rooflines:
 
 
 def rooflines(workload: Analysis, hw: HardwareSpec | str, grid: Mapping[object, object], *,
-              precision: str = "bf16", unit: str | None = None,
-              level: str | None = None) -> Rooflines:
+              precision: str = "bf16", **options: Any) -> Rooflines:
     """``workload`` on chip ``hw`` at every point of ``grid`` (symbols or their names to
     arrays that broadcast together, or to numbers), vectorised and compiled once.
 
-    As :func:`~symroof.evaluate.roofline` at each point: ``b`` comes from ``precision``
+    As :func:`~symroof.evaluate.roofline` at each point (``options`` are its keyword
+    arguments: ``unit``, ``level``, ``efficiency``, ...): ``b`` comes from ``precision``
     unless the grid gives it; a name the workload does not use is an error; dimensions
     must be positive integers and leave every size of the graph positive.
     """
@@ -145,7 +150,7 @@ def rooflines(workload: Analysis, hw: HardwareSpec | str, grid: Mapping[object, 
                            f"{type(workload).__name__}")
     spec = hardware.resolve(hw)
     symbols, values = _grid(workload, grid)
-    r, free, exprs = _symbolic(workload, spec, precision, unit, level, _b in symbols)
+    r, free, exprs = _symbolic(workload, spec, precision, _b in symbols, options)
     missing = free - set(symbols)
     if missing:
         raise SymroofError(f"rooflines: no values for "
@@ -225,79 +230,39 @@ def _check_domain(workload: Analysis, symbols: tuple[sp.Symbol, ...], values: tu
 # -- rows, as symroof eval makes them -------------------------------------------------
 
 
-@dataclass(frozen=True)
-class NumericRoofline:
-    """A :class:`~symroof.evaluate.Roofline` at one point in floats (the chip's peak,
-    bandwidth and ridge stay exact), under the same names, so its formatters serve."""
-
-    hardware: str
-    precision: str
-    level: str
-    flops: float
-    bytes: float
-    intensity: float
-    peak: sp.Expr
-    bandwidth: sp.Expr
-    ridge: sp.Expr
-    tokens: float | None
-    compute_time_s: float
-    memory_time_s: float
-    time_s: float
-    time_serial_s: float
-    attainable: float
-    tokens_per_s: float | None
-    bound: str
-
-    @property
-    def margin(self) -> float:
-        """How far from the ridge: ridge/I when memory-bound, I/ridge otherwise."""
-        r = float(self.ridge)
-        return r / self.intensity if self.bound == "memory" else self.intensity / r
-
-
-@dataclass(frozen=True)
-class NumericPoint:
-    """A workload at one row of values, in floats: F, Q, I and the roofline on a chip."""
-
-    values: Mapping[sp.Symbol, sp.Expr]
-    flops: float
-    bytes: float
-    intensity: float
-    roofline: NumericRoofline | None = None
-
-
 def points(workload: Analysis, rows: Iterable[Mapping[sp.Symbol, sp.Expr]], *,
            hw: HardwareSpec | str | None = None, precision: str = "bf16",
-           unit: str | None = None, level: str | None = None
-           ) -> Iterator[NumericPoint | Point]:
+           **options: Any) -> Iterator[Point]:
     """``workload`` at each row as :func:`symroof.evaluate.points` gives them (the same
-    rows, order, checks and errors), the numbers in float64 from compiled formulas.
+    rows, order, checks and errors, the same records and ``options``), the numbers
+    evaluated in float64 from the compiled formulas (SymPy ``Float``; the chip's peak,
+    bandwidth and ridge stay exact, and a point within rounding of the ridge gets its
+    exact intensity, so that ``bound`` is decided exactly).
 
-    A row whose values are not all numbers, or that leaves a symbol of F or Q free (or of
-    the tokens, with ``hw``), is the exact :class:`~symroof.evaluate.Point`. Every row is
-    checked before the first is yielded.
+    Rows whose values are not all numbers, or that leave a symbol of F or Q free (or of
+    the tokens, with ``hw``), or that the exact path would refuse, are the exact path's
+    own points. Every row is checked before the first is yielded.
     """
     table = list(rows)
     spec = None if hw is None else hardware.resolve(hw)
     groups: dict[tuple[object, ...], list[int]] = {}
     for i, row in enumerate(table):
         groups.setdefault(tuple(row) if isinstance(row, Mapping) else (i,), []).append(i)
-    out: dict[int, NumericPoint | Point] = {}
+    out: dict[int, Point] = {}
     for idx in groups.values():
-        found: list[NumericPoint] | list[Point] | None = _numeric(
-            workload, [table[i] for i in idx], spec, precision, unit, level)
+        group = [table[i] for i in idx]
+        found = _numeric(workload, group, spec, precision, options)
         if found is None:  # the exact path: its checks, its errors, its exact numbers
-            found = list(exact_points(workload, [table[i] for i in idx], hw=spec,
-                                      precision=precision, unit=unit, level=level))
+            found = list(exact_points(workload, group, hw=spec, precision=precision,
+                                      **options))
         out.update(zip(idx, found))
     for i in range(len(table)):
         yield out[i]
 
 
 def _numeric(workload: Analysis, rows: list[Any], spec: HardwareSpec | None, precision: str,
-             unit: str | None, level: str | None) -> list[NumericPoint] | None:
-    """Rows giving the same symbols, in floats; None where the exact path must answer
-    (values that are not numbers, symbols left free, or a row it would refuse)."""
+             options: Mapping[str, Any]) -> list[Point] | None:
+    """Rows giving the same symbols, in floats; None where the exact path must answer."""
     keys = tuple(rows[0]) if isinstance(rows[0], Mapping) else ()
     need = workload.flops.free_symbols | workload.bytes.free_symbols
     if spec is not None and workload.tokens is not None:
@@ -309,30 +274,82 @@ def _numeric(workload: Analysis, rows: list[Any], spec: HardwareSpec | None, pre
     grid = {k: np.array([float(r[k]) for r in rows]) for k in keys}
     try:
         if spec is None:
-            symbols, values = _grid(workload, grid)
-            _check_domain(workload, symbols, values, (len(rows),))
-            f, q = _run((workload.flops, workload.bytes), symbols, values, (len(rows),))
-            with np.errstate(all="ignore"):
-                i = f / q
-            if not np.isfinite(i).all():
-                return None
-            return [NumericPoint(dict(r), float(f[j]), float(q[j]), float(i[j]))
-                    for j, r in enumerate(rows)]
-        r = rooflines(workload, spec, grid, precision=precision, unit=unit, level=level)
-        names = [n for n in FIGURES if "tokens" not in n or r.roofline.tokens is not None]
-        figs = dict(zip(names, r.figures(*names)))
-        bound = r.bound
+            return _plain(workload, rows, grid)
+        return _with_roofline(rooflines(workload, spec, grid, precision=precision, **options),
+                              rows)
     except SymroofError:
         return None
+
+
+def _counts(exprs: Sequence[sp.Expr]) -> list[frozenset[sp.Symbol] | None]:
+    """The symbols of each formula that is a count (a polynomial with positive integer
+    coefficients), None for the others. At integer values a count is an integer, and
+    below 2**53 its float value is exact (no intermediate exceeds the result), so it is
+    given as the exact Integer."""
+    out: list[frozenset[sp.Symbol] | None] = []
+    for e in exprs:
+        poly = e.as_poly() if e.is_polynomial() and e.free_symbols else None
+        count = poly is not None and all(c.is_Integer and c > 0 for c in poly.coeffs())
+        out.append(frozenset(e.free_symbols) if count else None)
+    return out
+
+
+def _value(x: float, count: frozenset[sp.Symbol] | None, fractional: set[sp.Symbol]) -> sp.Expr:
+    """A figure at a row: the exact Integer for a count whose symbols are integers there
+    (``fractional``: the row's symbols that are not), else a Float."""
+    if count is not None and not count & fractional and abs(x) < 2**53:
+        return sp.Integer(int(x))
+    return sp.Float(x)
+
+
+def _plain(workload: Analysis, rows: list[Any], grid: Mapping[sp.Symbol, np.ndarray]
+           ) -> list[Point] | None:
+    """F, Q and I of rows without a chip."""
+    symbols, values = _grid(workload, grid)
+    _check_domain(workload, symbols, values, (len(rows),))
+    f, q = _run((workload.flops, workload.bytes), symbols, values, (len(rows),))
+    if not (np.isfinite(f).all() and np.isfinite(q).all()) or not q.all():
+        return None
+    counts = _counts((workload.flops, workload.bytes))
+    out = []
+    for j, r in enumerate(rows):
+        frac = {k for k, v in r.items() if not v.is_Integer}
+        fj, qj = _value(f[j], counts[0], frac), _value(q[j], counts[1], frac)
+        out.append(Point(dict(r), fj, qj, sp.Float(f[j] / q[j]), None))
+    return out
+
+
+def _with_roofline(r: Rooflines, rows: list[Any]) -> list[Point]:
+    """Each row's Roofline: the exact path's record, its formulas' fields (and its
+    memory's) replaced by their values at the row."""
+    sym = r.roofline
+    fields = [f.name for f in dataclasses.fields(sym)
+              if isinstance(getattr(sym, f.name), sp.Expr) and getattr(sym, f.name).free_symbols]
+    mem = sym.memory
+    parts = [] if mem is None else [
+        f.name for f in dataclasses.fields(mem)
+        if isinstance(getattr(mem, f.name), sp.Expr) and getattr(mem, f.name).free_symbols]
+    exprs = tuple(getattr(sym, f) for f in fields) + tuple(getattr(mem, f) for f in parts)
+    found = _run(exprs, r.symbols, r.values, r.shape)
+    for e, arr in zip(exprs, found):
+        if not np.isfinite(arr).all():
+            refuse_not_finite(e, {}, r.symbols, r.values, r.shape, arr, "points")
+    counts = _counts(exprs)
+    ridge = float(sym.ridge)
     out = []
     for j, row in enumerate(rows):
-        v = {k: float(a[j]) for k, a in figs.items()}
-        nr = NumericRoofline(r.roofline.hardware, precision, r.roofline.level, v["flops"],
-                             v["bytes"], v["intensity"], r.roofline.peak, r.roofline.bandwidth,
-                             r.roofline.ridge, v.get("tokens"), v["compute_time_s"],
-                             v["memory_time_s"], v["time_s"], v["time_serial_s"],
-                             v["attainable"], v.get("tokens_per_s"), str(bound[j]))
-        out.append(NumericPoint(dict(row), nr.flops, nr.bytes, nr.intensity, nr))
+        frac = {k for k, v in row.items() if not v.is_Integer}
+        at = [_value(a[j], c, frac) for a, c in zip(found, counts)]
+        changes: dict[str, Any] = dict(zip(fields, at))
+        f, q = changes["flops"], changes["bytes"]
+        if f.is_Integer and q.is_Integer:  # I = F/Q correctly rounded, as the exact path's
+            changes["intensity"] = sp.Float(int(f) / int(q))
+        if abs(float(changes["intensity"]) - ridge) <= 1e-12 * ridge:  # the bound, exactly
+            changes["intensity"] = evaluate(sym.intensity, {s: row[s] for s in r.symbols})
+        if mem is not None and parts:
+            changes["memory"] = dataclasses.replace(mem, **dict(zip(parts, at[len(fields):])))
+        point = dataclasses.replace(sym, **changes)
+        out.append(Point(dict(row), point.flops, point.bytes, point.intensity, point))
     return out
 
 
