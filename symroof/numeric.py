@@ -297,6 +297,7 @@ def _counts(exprs: Sequence[sp.Expr]) -> list[frozenset[sp.Symbol] | None]:
 def _value(x: float, count: frozenset[sp.Symbol] | None, fractional: set[sp.Symbol]) -> sp.Expr:
     """A figure at a row: the exact Integer for a count whose symbols are integers there
     (``fractional``: the row's symbols that are not), else a Float."""
+    x = float(x)  # numpy's float64 as Python's: SymPy converts those directly
     if count is not None and not count & fractional and abs(x) < 2**53:
         return sp.Integer(int(x))
     return sp.Float(x)
@@ -315,7 +316,7 @@ def _plain(workload: Analysis, rows: list[Any], grid: Mapping[sp.Symbol, np.ndar
     for j, r in enumerate(rows):
         frac = {k for k, v in r.items() if not v.is_Integer}
         fj, qj = _value(f[j], counts[0], frac), _value(q[j], counts[1], frac)
-        out.append(Point(dict(r), fj, qj, sp.Float(f[j] / q[j]), None))
+        out.append(Point(dict(r), fj, qj, sp.Float(float(f[j] / q[j])), None))
     return out
 
 
