@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from symroof.errors import SymroofError, suggest
 
-__all__ = ["FlopCount", "OpsCounted", "Causal", "Unfused", "DecodeTraffic", "Logits",
+__all__ = ["Saves", "FlopCount", "OpsCounted", "Causal", "Unfused", "DecodeTraffic", "Logits",
            "Lowering", "MlpKind", "Norm", "Activation", "Positions", "option", "renamed",
            "GLOSSARY", "WindowKernel", "WindowSpan", "LatentDecode", "ExpertReads", "QkNorm"]
 
@@ -250,3 +250,16 @@ class Bubble(StrEnum):
 
 
 __all__ += ["Recompute", "Statistics", "Bubble"]
+
+
+class Saves(StrEnum):
+    """What an elementwise op's gradient reads from the forward pass (the default: its
+    inputs; an op marked ``linear`` reads nothing). The builder that makes an op says it
+    (``Graph.elementwise(..., saves=...)``); the backward pass reads it from the op."""
+
+    INPUTS = "inputs"      # f'(x) needs x: GELU, SiLU, each factor of a product
+    OUTPUT = "output"      # the output alone: softmax, dx = y (dy - sum(dy y))
+    NORM = "norm"          # a layer norm: its input and 2 fp32 per row (mean, 1/sigma)
+    RMS_NORM = "rms_norm"  # an RMS norm: its input and 1 fp32 per row (1/rms)
+    MASK = "mask"          # dropout x m/(1 - p): the mask (its last input), which takes no gradient
+    NOTHING = "nothing"    # a linear map with fixed coefficients (rotary embeddings)

@@ -30,6 +30,7 @@ from symroof.ir.nodes import (Elementwise, Gather, Gemm, Kind, Move, Node, Op, R
                               Tensor, View, as_dim, as_expr, prod)
 from symroof.ir.order import TrackedDiGraph, topological_order, version
 from symroof.ir.provenance import Provenance
+from symroof.options import Saves
 from symroof.symbols import b as _b
 
 __all__ = ["Graph", "require_graph"]
@@ -169,12 +170,13 @@ class Graph:
 
     def elementwise(self, *xs: Tensor, name: str, flops_per_element: object = 1,
                     shape: Sequence[object] | None = None, kind: Kind | str | None = None,
-                    bytes_per_value: object | None = None, linear: bool = False) -> Tensor:
+                    bytes_per_value: object | None = None, linear: bool = False,
+                    saves: Saves | str | None = None) -> Tensor:
         """An elementwise op over ``xs`` (output shape: the first input's, unless given)."""
         if not xs:
             raise SymroofError(f"elementwise {name!r}: expected at least one input")
         out = self._out(name, xs[0].shape if shape is None else shape, xs, kind, bytes_per_value)
-        self.add(Elementwise(name, tuple(xs), out, flops_per_element, linear))
+        self.add(Elementwise(name, tuple(xs), out, flops_per_element, linear, saves))  # type: ignore[arg-type]
         return out
 
     def reduce(self, x: Tensor, *, name: str, axis: int = -1, flops_per_element: object = 1,

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, TypeVar, Union, dataclass_transform
 import sympy as sp
 
 from symroof.errors import SymroofError
+from symroof.options import Saves, option
 from symroof.symbols import b as _b
 
 __all__ = [
@@ -382,13 +383,16 @@ class Elementwise(Op):
     """One output value per element from inputs of the output's shape (or broadcast).
 
     ``linear`` marks a sum of its inputs (a residual or bias add): its gradient needs no
-    saved input values.
+    saved input values. ``saves`` says what the gradient reads otherwise (:class:`Saves`:
+    the output for a softmax, the input and statistics for a norm, the mask for dropout;
+    None: its inputs), as the builder that made the op knows.
     """
 
     xs: tuple[Tensor, ...] = ()
     out: Tensor = None  # type: ignore[assignment]
     flops_per_element: sp.Expr = sp.Integer(1)
     linear: bool = False
+    saves: Saves | None = None
     group: ClassVar[OpGroup] = OpGroup.ELEMENTWISE
     operands: ClassVar[tuple[str, ...]] = ("xs",)
 
@@ -398,6 +402,9 @@ class Elementwise(Op):
             zero=True))
         if not self.xs:
             raise self._fail("expected at least one input")
+        if self.saves is not None:
+            object.__setattr__(self, "saves", option(Saves, self.saves,
+                                                     f"elementwise {self.name!r} saves"))
         for x in self.xs:
             if len(x.shape) > len(self.out.shape) or not all(
                     d == 1 or same_dim(d, o) for d, o in zip(reversed(x.shape), reversed(self.out.shape))):

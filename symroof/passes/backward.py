@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import Any
 
 import sympy as sp
@@ -38,7 +37,7 @@ import sympy as sp
 from symroof.errors import SymroofError
 from symroof.ir import (Elementwise, Gather, Gemm, Graph, Kind, Move, Op, Reduce, Role, Tensor,
                         Training, View, prod, same_dim)
-from symroof.options import Recompute, option
+from symroof.options import Recompute, Saves, option
 from symroof.passes.recompute import recomputed_ops
 from symroof.rules import RuleTable
 
@@ -51,18 +50,6 @@ _ZERO = sp.Integer(0)
 STATISTICS_PREFIX = "stats:"
 #: Bytes of one statistic (fp32, as PyTorch's norms and FlashAttention keep them).
 STATISTICS_BYTES = 4
-
-
-class Saves(StrEnum):
-    """What an elementwise op's gradient reads from the forward pass (the default: its
-    inputs; an op marked ``linear`` reads nothing)."""
-
-    INPUTS = "inputs"      # f'(x) needs x: GELU, SiLU, each factor of a product
-    OUTPUT = "output"      # the output alone: softmax, dx = y (dy - sum(dy y))
-    NORM = "norm"          # a layer norm: its input and 2 fp32 per row (mean, 1/sigma)
-    RMS_NORM = "rms_norm"  # an RMS norm: its input and 1 fp32 per row (1/rms)
-    MASK = "mask"          # dropout x m/(1 - p): the mask (its last input), which takes no gradient
-    NOTHING = "nothing"    # a linear map with fixed coefficients (rotary embeddings)
 
 
 #: fp32 statistics per row: a norm's, and the logsumexp a recomputed fused softmax reads.
@@ -202,7 +189,10 @@ class _Run:
 
     def saves_of(self, op: Elementwise) -> Saves:
         """What ``op``'s gradient reads (declared, or its inputs; nothing if linear)."""
-        return Saves.NOTHING if op.linear else self.saves.get(op.name, Saves.INPUTS)
+        if op.linear:
+            return Saves.NOTHING
+        # a saves= option of the pass overrides what the builder declared on the op
+        return self.saves.get(op.name) or op.saves or Saves.INPUTS
 
     def saved(self, t: Tensor) -> Tensor:
         """The forward value ``t`` as the backward pass reads it.

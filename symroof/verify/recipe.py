@@ -39,6 +39,7 @@ Every node may carry ``subs = {...}`` applied to its value.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -135,6 +136,8 @@ def _expr(text: object, ctx: Context, env: Mapping[str, sp.Expr], where: str) ->
     if isinstance(text, int):
         return sp.Integer(text)
     if isinstance(text, float):
+        if not math.isfinite(text):
+            raise SymroofError(f"{where}: expected a finite number, got {text!r}")
         return sp.Rational(repr(text))
     if not isinstance(text, str):
         raise SymroofError(f"{where}: expected a number or an expression, got {text!r}")

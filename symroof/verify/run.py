@@ -18,6 +18,7 @@ and a status:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,8 +99,10 @@ def _subs(claim: Claim, ctx: Context, where: str) -> dict[sp.Symbol, sp.Expr]:
     table = {**CANONICAL, **ctx.declared}
     for name, value in claim.subs.items():
         sym = ctx.symbol(name, f"{where} field 'subs'")
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise SymroofError(f"{where} field 'subs'.{name}: expected a number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)) or (
+                isinstance(value, float) and not math.isfinite(value)):
+            raise SymroofError(f"{where} field 'subs'.{name}: expected a finite number, got "
+                               f"{value!r}")
         out[sym] = (sp.Integer(value) if isinstance(value, int) else
                     sp.Rational(repr(value)) if isinstance(value, float) else
                     parse_expr(value, table, what=f"{where} subs.{name}"))

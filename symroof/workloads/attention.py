@@ -19,7 +19,7 @@ import sympy as sp
 from symroof.analysis import Analysis, analyze
 from symroof.errors import SymroofError
 from symroof.ir import Graph, OpGroup, Tensor, as_dim, as_expr
-from symroof.options import (Causal, FlopCount, OpsCounted, Unfused, WindowKernel, WindowSpan,
+from symroof.options import (Causal, FlopCount, OpsCounted, Saves, Unfused, WindowKernel, WindowSpan,
                              option, renamed)
 from symroof.passes.fuse import Fuse
 from symroof.symbols import b as _b
@@ -127,7 +127,7 @@ def attention_core(g: Graph, q: Tensor, k: Tensor, v: Tensor, *, work_fraction: 
         pre = g.view(scores, (*lead, per, rows / per, keys), name=f"{prefix}scores_by_head")
         ops.append(pre.name)
     probs = g.elementwise(pre, *(() if sinks is None else (sinks,)), name=f"{prefix}softmax",
-                          flops_per_element=softmax_flops)
+                          flops_per_element=softmax_flops, saves=Saves.OUTPUT)
     post = probs
     ops.append(probs.name)
     if sinks is not None:

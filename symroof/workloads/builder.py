@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 import sympy as sp
 
 from symroof.ir import Graph, Tensor
+from symroof.options import Saves
 from symroof.workloads.attention import ElementwiseFlops, FusionGroup
 
 __all__ = ["TransformerShape", "LatentShape", "LayerGroup", "Builder", "DROPOUT_FLOPS"]
@@ -236,8 +237,10 @@ class Builder:
         params = [self.weight(f"{name}.weight", (w,))]
         if m.norm == "layernorm":
             params.append(self.weight(f"{name}.bias", (w,)))
-        per = self.fl.layernorm if m.norm == "layernorm" else self.fl.rmsnorm
-        return self.g.elementwise(x, *params, name=self.n(name), flops_per_element=per)
+        layernorm = m.norm == "layernorm"
+        per = self.fl.layernorm if layernorm else self.fl.rmsnorm
+        return self.g.elementwise(x, *params, name=self.n(name), flops_per_element=per,
+                                  saves=Saves.NORM if layernorm else Saves.RMS_NORM)
 
     def dropout(self, x: Tensor, name: str, p: sp.Expr) -> Tensor:
         """``x * mask / (1 - p)`` when ``p`` is not 0 (else ``x``): one kernel that reads
@@ -249,14 +252,16 @@ class Builder:
         mask = g.elementwise(x, name=self.n(f"{name}_mask"), flops_per_element=DROPOUT_FLOPS,
                              bytes_per_value=self.m.dropout_mask_bytes)
         g.set_edge_crossings(x, g.node(self.n(f"{name}_mask")), 0)  # x is read once, below
-        y = g.elementwise(x, mask, name=self.n(name), flops_per_element=DROPOUT_FLOPS)
+        y = g.elementwise(x, mask, name=self.n(name), flops_per_element=DROPOUT_FLOPS,
+                          saves=Saves.MASK)
         g.set_edge_crossings(mask, g.node(self.n(name)), 0)  # used in registers as it is drawn
         return y
 
     def rms(self, x: Tensor, name: str, width: sp.Expr) -> Tensor:
         """An RMSNorm with ``width`` gains (query/key and latent norms, whatever the model's)."""
         gain = self.weight(f"{name}.weight", (width,))
-        return self.g.elementwise(x, gain, name=self.n(name), flops_per_element=self.fl.rmsnorm)
+        return self.g.elementwise(x, gain, name=self.n(name), flops_per_element=self.fl.rmsnorm,
+                                  saves=Saves.RMS_NORM)
 
     def dense_mlp(self, x: Tensor, width: sp.Expr, prefix: str = "") -> Tensor:
         """up (and gate), the activation, down: a dense MLP of ``width``."""

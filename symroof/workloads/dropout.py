@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from symroof.errors import SymroofError
 from symroof.ir import Tensor
-from symroof.options import Unfused, option
+from symroof.options import Saves, Unfused, option
 from symroof.workloads.attention import FusionGroup, flash_tile_bytes
 from symroof.workloads.builder import Builder
 
@@ -46,7 +46,7 @@ def attention_core_with_dropout(b: Builder, q: Tensor, k: Tensor, v: Tensor, *,
         pre = g.view(scores, (*lead, per, rows / per, keys), name=b.n("scores_by_head"))
         ops.append(pre.name)
     probs = g.elementwise(pre, *(() if sinks is None else (sinks,)), name=b.n("softmax"),
-                          flops_per_element=b.fl.softmax)
+                          flops_per_element=b.fl.softmax, saves=Saves.OUTPUT)
     post = probs
     ops.append(probs.name)
     if sinks is not None:

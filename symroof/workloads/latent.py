@@ -25,7 +25,7 @@ from __future__ import annotations
 import sympy as sp
 
 from symroof.ir import Kind, Tensor
-from symroof.options import LatentDecode, Unfused
+from symroof.options import LatentDecode, Saves, Unfused
 from symroof.workloads.attention import attention_core, flash_tile_bytes
 from symroof.workloads.builder import Builder
 
@@ -51,8 +51,10 @@ def latent_attention(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr, spa
     c = b.rms(b.linear(h, "W_dkv", d, dc, "kv_down", False), "kv_norm", dc)
     kr = b.linear(h, "W_kr", d, dr, "k_rope_proj", False)
     if m.positions == "rotary":  # rotary on the d_r rotary part of each head and on k^R
-        q = g.elementwise(q, name=b.n("rope_q"), flops_per_element=fl.rotary * dr / qk)
-        kr = g.elementwise(kr, name=b.n("rope_k"), flops_per_element=fl.rotary)
+        q = g.elementwise(q, name=b.n("rope_q"), saves=Saves.NOTHING,
+                          flops_per_element=fl.rotary * dr / qk)
+        kr = g.elementwise(kr, name=b.n("rope_k"), saves=Saves.NOTHING,
+                           flops_per_element=fl.rotary)
     if decode:
         c_src = g.kv_cache(b.n("latent_cache"), (batch, 1, span, dc), bytes_per_value=m.kv_bytes)
         r_src = g.kv_cache(b.n("k_rope_cache"), (batch, 1, span, dr), bytes_per_value=m.kv_bytes)

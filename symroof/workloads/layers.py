@@ -24,7 +24,7 @@ import sympy as sp
 
 from symroof.errors import SymroofError
 from symroof.ir import Graph, Kind, Tensor, as_dim
-from symroof.options import (Causal, ExpertReads, LatentDecode, Logits, Unfused, WindowKernel,
+from symroof.options import (Causal, ExpertReads, LatentDecode, Logits, Saves, Unfused, WindowKernel,
                              WindowSpan, option)
 from symroof.workloads.attention import (ElementwiseFlops, attention_core, causal_fraction,
                                          fuse_groups, window_fraction, window_span)
@@ -92,8 +92,10 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
     elif m.qk_norm == "full":  # over all of Q and all of K (OLMoE)
         q, k = b.rms(q, "q_norm", m.q_dim), b.rms(k, "k_norm", m.kv_dim)
     if m.positions == "rotary":
-        q = g.elementwise(q, name=b.n("rope_q"), flops_per_element=fl.rotary)
-        k = g.elementwise(k, name=b.n("rope_k"), flops_per_element=fl.rotary)
+        q = g.elementwise(q, name=b.n("rope_q"), saves=Saves.NOTHING,
+                          flops_per_element=fl.rotary)
+        k = g.elementwise(k, name=b.n("rope_k"), saves=Saves.NOTHING,
+                           flops_per_element=fl.rotary)
     qh = g.view(q, (batch, m.kv_heads, per * seq, m.head_dim), name=b.n("q_heads"))
     kv_shape = (batch, m.kv_heads, span, m.head_dim)
     if decode:

@@ -34,7 +34,7 @@ import sympy as sp
 
 from symroof.analysis import Analysis, analyze
 from symroof.errors import SymroofError
-from symroof.ir import Elementwise, Graph, Kind, as_dim, as_expr
+from symroof.ir import Graph, Kind, as_dim, as_expr
 from symroof.options import (Causal, DecodeTraffic, ExpertReads, FlopCount, LatentDecode,
                              Logits, OpsCounted, Recompute, Unfused, WindowKernel, WindowSpan,
                              option, renamed)
@@ -48,7 +48,7 @@ from symroof.workloads.parallel import check_layout, shard_model_graph
 
 __all__ = ["prefill", "decode", "training", "training_graph", "training_pipeline",
            "forward_graph", "weight_tensors", "ElementwiseFlops", "DECODE_TRAFFIC", "ADAM",
-           "Optimizer", "gradient_saves"]
+           "Optimizer"]
 
 
 #: Which tensor kinds count toward a decode step's traffic.
@@ -165,46 +165,12 @@ def _past(past: object) -> sp.Expr:
     return as_dim(value, "past")
 
 
-#: What the gradient of the transformer builder's non-linear elementwise ops reads, by
-#: name within a layer group (``local.``, ``dense.``, ``shared.`` prefixes aside); the
-#: model's own norms (attn_norm, mlp_norm, post norms, final_norm) follow ``model.norm``,
-#: and every other op (activations, gates) reads its inputs.
-_SAVES = {
-    "softmax": Saves.OUTPUT,                                 # dx = y (dy - sum(dy y))
-    "rope_q": Saves.NOTHING, "rope_k": Saves.NOTHING,        # a rotation by fixed angles
-    "q_norm": Saves.RMS_NORM, "k_norm": Saves.RMS_NORM, "kv_norm": Saves.RMS_NORM,
-    "embed_dropout": Saves.MASK, "attn_dropout": Saves.MASK,
-    "attn_out_dropout": Saves.MASK, "mlp_out_dropout": Saves.MASK,
-}
-_MODEL_NORMS = frozenset({"attn_norm", "mlp_norm", "post_attn_norm", "post_mlp_norm",
-                          "final_norm"})
-
-
-def gradient_saves(graph: Graph, model: TransformerShape) -> dict[str, Saves]:
-    """What each elementwise op of a transformer forward graph's gradient reads, for
-    :class:`~symroof.passes.backward.Backward` (the builder names its ops; see _SAVES).
-
-    >>> from symroof.models import transformer
-    >>> m = transformer(layers=1, d_model=8, heads=2, norm="layernorm")
-    >>> sorted(gradient_saves(forward_graph(m, batch=1, seq=2), m).items())
-    [('attn_norm', <Saves.NORM: 'norm'>), ('final_norm', <Saves.NORM: 'norm'>), ('mlp_norm', <Saves.NORM: 'norm'>), ('softmax', <Saves.OUTPUT: 'output'>)]
-    """
-    norm = Saves.NORM if model.norm == "layernorm" else Saves.RMS_NORM
-    found: dict[str, Saves] = {}
-    for op in graph.ops:
-        if not isinstance(op, Elementwise) or op.linear:
-            continue
-        base = op.name.rsplit(".", 1)[-1]
-        saves = norm if base in _MODEL_NORMS else _SAVES.get(base)
-        if saves is not None:
-            found[op.name] = saves
-    return found
-
-
 def training_pipeline(*, recompute: Recompute | bool | str = Recompute.FLASH,
                       optimizer: Optimizer | None = ADAM,
                       saves: dict[str, Saves] | None = None) -> Pipeline:
-    """The passes after the forward graph: backward, then the optimizer step."""
+    """The passes after the forward graph: backward, then the optimizer step. What each
+    elementwise op's gradient reads is declared on the op by the builder; ``saves``
+    overrides it by op name."""
     stages = (Backward(recompute=recompute, saves=saves or {}),) + (
         () if optimizer is None else (OptimizerStep(optimizer),))
     return Pipeline("training", stages)
@@ -224,8 +190,7 @@ def training_graph(model: TransformerShape, batch: object, seq: object, *,
                         logits=Logits.ALL, flops_per_element=flops_per_element,
                         name=f"{m.name}-train", window_kernel=window_kernel,
                         window_span=window_span, dropout=True)
-    return training_pipeline(recompute=recompute, optimizer=optimizer,
-                             saves=gradient_saves(fwd, m)).apply(fwd)
+    return training_pipeline(recompute=recompute, optimizer=optimizer).apply(fwd)
 
 
 @renamed(flops="flop_count")
