@@ -17,7 +17,7 @@ import sympy as sp
 from sympy.core.mul import _keep_coeff
 from sympy.polys.rings import PolyElement, sring
 
-from symroof.cost import Convention, Cost, op_costs
+from symroof.cost import MEMORY_KINDS, Convention, Cost, op_costs
 from symroof.errors import SymroofError
 from symroof.ir import Graph, Kind, OpGroup, as_expr
 from symroof.options import FlopCount, renamed
@@ -209,7 +209,7 @@ def analyze(graph: Graph, *, flop_count: FlopCount | str = FlopCount.TWO_PER_MAC
     graph.validate()
     conv = Convention(flop_count=flop_count,  # type: ignore[arg-type]
                       ops=frozenset(OpGroup) if ops is None else ops,  # type: ignore[arg-type]
-                      traffic=frozenset(Kind) if traffic is None else traffic)  # type: ignore[arg-type]
+                      traffic=MEMORY_KINDS if traffic is None else traffic)  # type: ignore[arg-type]
     return Analysis(graph, conv, None if tokens is None else as_expr(tokens, "tokens"),
                     assumptions=graph_assumptions(graph))
 

@@ -28,7 +28,7 @@ from symroof.ir import Elementwise, Gather, Gemm, Graph, Kind, Move, Op, OpGroup
 from symroof.options import FlopCount, option
 from symroof.rules import RuleTable
 
-__all__ = ["Cost", "FlopCount", "Convention", "cost_rule", "op_cost", "op_costs", "interpret",
+__all__ = ["Cost", "FlopCount", "Convention", "MEMORY_KINDS", "cost_rule", "op_cost", "op_costs", "interpret",
            "RULES"]
 
 _ZERO = sp.Integer(0)
@@ -128,7 +128,10 @@ class Cost:
 
 
 _ALL_GROUPS = frozenset(OpGroup)
-_ALL_KINDS = frozenset(Kind)
+#: Tensor kinds whose bytes cross a memory boundary (communication crosses a link instead,
+#: and is a roof of its own); the default traffic of every convention.
+MEMORY_KINDS = frozenset(Kind) - {Kind.COMMUNICATION}
+_ALL_KINDS = MEMORY_KINDS
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from typing import ClassVar
 import networkx as nx
 import sympy as sp
 
-from symroof.cost import Convention, cost_rule
+from symroof.cost import MEMORY_KINDS, Convention, cost_rule
 from symroof.errors import SymroofError
 from symroof.ir import (Gather, Graph, Kind, Op, OpGroup, Tensor, as_dim, as_expr, node,
                         require_graph)
@@ -57,7 +57,6 @@ _ONE = sp.Integer(1)
 
 #: Tensor kinds whose bytes cross the memory boundary: every kind but communication,
 #: which crosses a link (a roof of its own). Count these as Q of a sharded graph.
-MEMORY_KINDS = frozenset(Kind) - {Kind.COMMUNICATION}
 
 
 class CollectiveKind(StrEnum):

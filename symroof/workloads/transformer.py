@@ -33,6 +33,7 @@ from __future__ import annotations
 import sympy as sp
 
 from symroof.analysis import Analysis, analyze
+from symroof.cost import MEMORY_KINDS
 from symroof.errors import SymroofError
 from symroof.ir import Graph, Kind, as_dim, as_expr
 from symroof.options import (Causal, DecodeTraffic, ExpertReads, FlopCount, LatentDecode,
@@ -41,7 +42,6 @@ from symroof.options import (Causal, DecodeTraffic, ExpertReads, FlopCount, Late
 from symroof.passes.backward import Backward, Saves
 from symroof.passes.optimizer import ADAM, Optimizer, OptimizerStep
 from symroof.passes.pipeline import Pipeline
-from symroof.passes.shard import MEMORY_KINDS
 from symroof.workloads.attention import ElementwiseFlops, op_groups
 from symroof.workloads.layers import TransformerShape, forward_graph, weight_tensors
 from symroof.workloads.parallel import check_layout, shard_model_graph
@@ -54,7 +54,7 @@ __all__ = ["prefill", "decode", "training", "training_graph", "training_pipeline
 #: Which tensor kinds count toward a decode step's traffic.
 DECODE_TRAFFIC = {
     DecodeTraffic.WEIGHTS_AND_KV: frozenset({Kind.WEIGHT, Kind.KV_CACHE}),
-    DecodeTraffic.ALL: frozenset(Kind),
+    DecodeTraffic.ALL: MEMORY_KINDS,
 }
 
 
