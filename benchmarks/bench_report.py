@@ -1,0 +1,99 @@
+"""The main job, ``symroof report appendix``, end to end and where its time goes.
+
+    python benchmarks/bench_report.py [--repeat 5]
+
+Each repetition runs the command once as a new process (wall clock, into a temporary
+folder), and once more in a child interpreter that times its stages the way
+``symroof.cli.report.write_report`` runs them: imports, the claims' derivations and
+checks (``run_claims``), the charts (``render_charts``), rendering (Markdown, LaTeX,
+JSON) and writing. Shares are each stage's part of the child's total; the last line
+says how often SymPy's ``simplify`` ran (the main path must not call it; the test is
+tests/test_report.py::test_no_simplify_while_generating).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, describe, header, line, run_python  # noqa: E402
+
+CHILD = r"""
+import json, sys, time
+from pathlib import Path
+out = Path(sys.argv[1]); stages = {}
+t = time.perf_counter()
+import importlib, sympy
+where = importlib.import_module("sympy.simplify.simplify")
+calls = [0]
+def counted(*args, _real=where.simplify, **kwargs):
+    calls[0] += 1
+    return _real(*args, **kwargs)
+sympy.simplify = where.simplify = counted  # sp.simplify(...) and Expr.simplify() both land here
+from symroof.cli.report import write_report  # noqa: F401 - what the command imports
+from symroof.files import write_text
+from symroof.present.appendix import claims_json, render_latex, render_markdown
+from symroof.present.claim_charts import render_charts
+from symroof.verify import run_claims
+from symroof.verify.appendix import seed_claims
+stages["imports"] = time.perf_counter() - t
+t = time.perf_counter(); outcome = run_claims(seed_claims()); stages["derivations"] = time.perf_counter() - t
+t = time.perf_counter(); charts = render_charts(outcome); stages["charts"] = time.perf_counter() - t
+t = time.perf_counter()
+command = "symroof report appendix"
+texts = {out / "seed_appendix.md": render_markdown(outcome, charts, command),
+         out / "seed_appendix.tex": render_latex(outcome, charts, command),
+         out / "seed_claims.json": json.dumps(claims_json(outcome), indent=1, ensure_ascii=False,
+                                              allow_nan=False) + "\n"}
+texts.update({out / "charts" / f"{c.id}.svg": c.svg for c in charts})
+stages["rendering"] = time.perf_counter() - t
+t = time.perf_counter()
+for path, text in texts.items():
+    write_text(path, text)
+stages["writing"] = time.perf_counter() - t
+print(json.dumps({"stages": stages, "simplify": calls[0], "claims": len(outcome.results)}))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    print(describe())
+    ends: list[float] = []
+    shares: dict[str, list[float]] = {}
+    seconds: dict[str, list[float]] = {}
+    simplify = claims = 0
+    script = Path(sys.executable).parent / "symroof"
+    cmd = [sys.executable, str(script)] if script.exists() else \
+        [sys.executable, "-c", "import sys; from symroof.cli import main; sys.exit(main())"]
+    for _ in range(args.repeat):
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.perf_counter()
+            subprocess.run([*cmd, "report", "appendix", "--out", tmp], cwd=ROOT, check=True,
+                           stdout=subprocess.DEVNULL)
+            ends.append(time.perf_counter() - t0)
+        with tempfile.TemporaryDirectory() as tmp:
+            code = f"import sys; sys.argv = ['child', {tmp!r}]\n" + CHILD
+            found = json.loads(run_python(code))
+        total = sum(found["stages"].values())
+        for k, v in found["stages"].items():
+            shares.setdefault(k, []).append(100 * v / total)
+            seconds.setdefault(k, []).append(v)
+        simplify, claims = found["simplify"], found["claims"]
+    print(header(f"symroof report appendix ({claims} claims): stage / whole child run, in %"))
+    for k, v in shares.items():
+        print(line(f"{k} (median {sorted(seconds[k])[len(seconds[k]) // 2]:.2f} s)", v, "%"))
+    lo, mid, hi = min(ends), sorted(ends)[len(ends) // 2], max(ends)
+    print(f"\nend to end (new process, wall): min {lo:.2f} s, median {mid:.2f} s, max {hi:.2f} s")
+    print(f"sympy simplify calls while generating: {simplify}")
+
+
+if __name__ == "__main__":
+    main()
