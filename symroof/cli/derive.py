@@ -4,10 +4,11 @@ and for decode and prefill the serving figures: latency, tokens/s, memory per de
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from symroof import hardware
+from symroof import compiled, hardware
 from symroof.analysis import Analysis
 from symroof.cli.common import (DEFAULT_PRECISION, Command, Output, add_format,
                                 add_layout_options, add_model_options, add_workload_options,
@@ -25,7 +26,11 @@ from symroof.serving import Speculation, kv_cache_per_device, speculative
 from symroof.symbols import B, S, b
 from symroof.workloads import prefill
 
-__all__ = ["COMMANDS", "resolve_chip", "check_peak"]
+__all__ = ["COMMANDS", "COMPILED_ROWS", "resolve_chip", "check_peak"]
+
+#: From this many rows, text output uses the compiled float64 path (it compiles once first,
+#: which only pays off over many rows); --exact and --json keep exact rationals.
+COMPILED_ROWS = 64
 
 
 def _configure(p: argparse.ArgumentParser, with_hardware: bool) -> None:
@@ -39,6 +44,9 @@ def _configure(p: argparse.ArgumentParser, with_hardware: bool) -> None:
     p.add_argument("--precision", default=None,
                    help=f"bytes per value b at --set points and the peak, in derive and eval "
                    f"alike (default {DEFAULT_PRECISION}; formulas keep b)")
+    p.add_argument("--exact", action="store_true",
+                   help=f"evaluate every row exactly (rationals); by default text output of "
+                   f"{COMPILED_ROWS} rows or more uses the compiled float64 path (to 1e-12)")
     if not with_hardware:
         return
     p.add_argument("--hardware", required=True,
@@ -116,13 +124,17 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             flag = "--tp" if given(args, "tp") else "--pp"
             raise SymroofError(f"{flag} {getattr(args, flag[2:])}: {hw.name} lists no "
                                "interconnect (give a chip file with an [interconnect.*] table)")
-    for row in rows(sets):  # every row's values are checked before anything is written
-        workload_values(wl, {**row, **fill}, peak)
+    many = math.prod(len(v) for v in sets.values()) >= COMPILED_ROWS
+    compiled_path = many and not args.exact and not args.json
+    if not compiled_path:  # (the compiled path checks every row itself before the first)
+        for row in rows(sets):  # every row's values are checked before anything is written
+            workload_values(wl, {**row, **fill}, peak)
     options = _serving_options(args) if hw is not None else {}
     # then rows are made, evaluated and written one at a time (b at --precision, shown)
     made = ({**row, **fill} for row in rows(sets))
-    found = points(wl, made, hw=hw, precision=peak, unit=getattr(args, "unit", None),
-                   level=getattr(args, "level", None), **options)
+    evaluate_rows = compiled.points if compiled_path else points
+    found = evaluate_rows(wl, made, hw=hw, precision=peak, unit=getattr(args, "unit", None),
+                          level=getattr(args, "level", None), **options)
     served = _served(args, wl, found, hw, peak, options) if hw is not None else found
     if args.json:  # one JSON document: its rows are held until the last one is made
         out(dumps(derive_json(args.workload, wl, served)))
