@@ -19,7 +19,7 @@ from symroof.analysis import Analysis
 from symroof.budget import check_expr, check_rows
 from symroof.cli.base import Command, Output, Parser
 from symroof.errors import SymroofError, suggest
-from symroof.ir import as_dim
+from symroof.ir import as_dim, as_expr
 from symroof.models import TransformerModel, names, resolve, transformer
 from symroof.options import ExpertReads, FlopCount, Lowering, Unfused
 from symroof.parse import parse_assignments, parse_expr
@@ -231,7 +231,7 @@ def add_workload_options(p: argparse.ArgumentParser) -> None:
 def number_arg(text: str | None, flag: str, default: object) -> sp.Expr:
     """A number typed for an option (the safe parser; no symbols); ``default`` if absent."""
     if text is None:
-        return sp.sympify(default)
+        return as_expr(default, flag)
     value = parse_expr(text, {})
     if value.free_symbols or not value.is_number:
         raise SymroofError(f"{flag} {text}: expected a number")

@@ -17,7 +17,7 @@ devices. Names of weights the layout keeps whole on every device (the router, th
 down-projections) are in :data:`REPLICATED`.
 
 >>> from symroof.symbols import B, D
->>> from symroof.ir import Graph
+>>> from symroof.ir import Graph, as_dim
 >>> g = Graph("mlp")
 >>> h = g.gemm(g.input("x", (B, D)), g.weight("W_up", (D, 4 * D)), name="up")
 >>> y = g.gemm(h, g.weight("W_down", (4 * D, D)), name="down")
@@ -36,7 +36,8 @@ from types import MappingProxyType
 import sympy as sp
 
 from symroof.errors import SymroofError
-from symroof.ir import Elementwise, Gather, Gemm, Graph, Kind, Move, Op, Reduce, Tensor, View
+from symroof.ir import (Elementwise, Gather, Gemm, Graph, Kind, Move, Op, Reduce, Tensor, View,
+                        as_dim)
 
 __all__ = ["TensorParallelPlan", "tensor_parallel_plan", "HEAD_VIEWS", "REPLICATED",
            "KV_WEIGHTS", "split_size"]
@@ -126,7 +127,7 @@ def tensor_parallel_plan(graph: Graph, tp: object, *, skip: frozenset[str] = fro
     """The split of every tensor of ``graph`` over ``tp`` devices (ops named in ``skip``
     are left out: a pipeline stage's removed ops). ``pins`` fixes the split of named
     tensors (axis -> divisor), for graphs the builder's names do not describe."""
-    t = sp.sympify(tp) if isinstance(tp, int) else tp
+    t = sp.Integer(tp) if isinstance(tp, int) else tp
     assert isinstance(t, sp.Expr)
     kv = _kv_heads(graph)
     reduce: set[str] = set()
@@ -163,7 +164,8 @@ def _propagate(g: Graph, t: sp.Expr, kv: sp.Expr | None, skip: frozenset[str],
                reduce: set[str], pins: Mapping[str, Mapping[int, object]]) -> _State:
     st = _State()
     for name, axes in pins.items():
-        st.splits[name] = {int(a): sp.sympify(d) for a, d in axes.items()}
+        st.splits[name] = {int(a): as_dim(d, f"shard pins[{name!r}][{a}]")
+                           for a, d in axes.items()}
     for op in g.ops:
         if op.name in skip:
             continue
