@@ -7,11 +7,10 @@ an annotation cannot be read or computed, 0 when every claim holds.
 from __future__ import annotations
 
 import argparse
-import json
 
 from symroof.cli.base import Command, Output
 from symroof.errors import SymroofError
-from symroof.present.appendix import claims_json
+from symroof.present.appendix import claims_text
 from symroof.present.check import check_lines
 from symroof.verify import run_claims
 from symroof.verify.annotations import load_annotated
@@ -27,7 +26,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace, out: Output) -> int:
     outcome = run_claims(load_annotated(args.document))
     if args.json:
-        out(json.dumps(claims_json(outcome), indent=1, ensure_ascii=False, allow_nan=False))
+        out(claims_text(outcome).rstrip("\n"))
     else:
         for line in check_lines(outcome):
             out(line)

@@ -13,7 +13,6 @@ beside their roofline bounds.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import sympy as sp
@@ -25,6 +24,7 @@ from symroof.files import write_text
 from symroof.measure import (Machine, measure_decode, measure_gemm, measure_machine, measure_prefill,
                              write_chip_file)
 from symroof.present.charts import roofline_pgfplots, roofline_svg
+from symroof.present.commands import dumps
 from symroof.present.measure import gemm_chart, gemm_lines, machine_lines, model_lines
 from symroof.symbols import B, K, M, N, S
 
@@ -66,7 +66,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         if args.out:
             write_chip_file(machine, Path(args.out), overwrite=args.force)
         if args.json:
-            out(json.dumps(machine.as_dict(), indent=1, sort_keys=True, allow_nan=False))
+            out(dumps(machine.as_dict()))
         else:
             for line in machine_lines(machine):
                 out(line)
@@ -87,7 +87,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             text = roofline_svg(chart) if args.chart.endswith(".svg") else roofline_pgfplots(chart)
             write_text(args.chart, text)
         if args.json:
-            out(json.dumps(sweep.as_dict(), indent=1, sort_keys=True, allow_nan=False))
+            out(dumps(sweep.as_dict()))
         else:
             for line in gemm_lines(sweep):
                 out(line)
@@ -105,7 +105,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         run = measure_prefill(args.model, hw, batches=batches, seqs=lengths,
                               precision=args.precision, reps=args.reps)
     if args.json:
-        out(json.dumps(run.as_dict(), indent=1, sort_keys=True, allow_nan=False))
+        out(dumps(run.as_dict()))
     else:
         for line in model_lines(run):
             out(line)

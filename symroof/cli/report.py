@@ -9,13 +9,13 @@ and the same command always writes the same bytes.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from symroof.cli.base import Command, Output
 from symroof.errors import SymroofError
 from symroof.files import write_text
-from symroof.present.appendix import claims_json, render_latex, render_markdown
+from symroof.present.appendix import claims_text, render_latex, render_markdown
+from symroof.present.commands import dumps
 from symroof.present.claim_charts import render_charts
 from symroof.verify import load_claims, run_claims
 from symroof.verify.appendix import seed_claims
@@ -63,8 +63,7 @@ def write_report(source: str, out: Path, formats: list[str]) -> tuple[dict[str, 
     if "tex" in formats:
         texts[out / f"{stem}.tex"] = render_latex(outcome, charts, command)
     if "json" in formats:
-        texts[out / json_name] = json.dumps(claims_json(outcome), indent=1, ensure_ascii=False,
-                                            allow_nan=False) + "\n"
+        texts[out / json_name] = claims_text(outcome)
     for path, text in texts.items():  # every text is rendered before the first is written
         write_text(path, text)
     errors = [r.message for r in outcome.results if r.status == "error"]
@@ -76,8 +75,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         Path("reports") if args.source == "appendix" else Path(args.source).parent)
     counts, written, errors = write_report(args.source, folder, _formats(args.format))
     if args.json:
-        out(json.dumps({"counts": counts, "written": [str(p) for p in written],
-                        "errors": errors}, indent=1, sort_keys=True))
+        out(dumps({"counts": counts, "written": [str(p) for p in written], "errors": errors}))
     else:
         for path in written:
             out(f"wrote {path}")

@@ -16,6 +16,7 @@ True
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -30,7 +31,7 @@ from symroof.present.numbers import json_number, text_number
 from symroof.present.templates import render
 from symroof.verify import Outcome, Result
 
-__all__ = ["claims_json", "render_markdown", "render_latex", "figure", "STATUSES"]
+__all__ = ["claims_json", "claims_text", "render_markdown", "render_latex", "figure", "STATUSES"]
 
 #: Statuses, in the order the summary lists them, with what each means.
 STATUSES = {
@@ -245,3 +246,8 @@ def claims_json(outcome: Outcome) -> list[dict[str, object]]:
             "unit": c.unit, "status": r.status,
             "note": r.message if r.status == "error" else c.note})
     return out
+
+
+def claims_text(outcome: Outcome) -> str:
+    """:func:`claims_json` as JSON text: the agreed key order, UTF-8 as it is, never NaN."""
+    return json.dumps(claims_json(outcome), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
