@@ -23,6 +23,11 @@ def ratio_text(ratio: float) -> str:
     return f"{ratio:.2f}"
 
 
+def _short(source: str) -> str:
+    """The head of a figure's source (the chip file holds the whole of it)."""
+    return source.split(":", 1)[0]
+
+
 def _ms(seconds: float) -> str:
     """A time with 4 significant figures in s, ms, us or ns."""
     for factor, unit in ((1, "s"), (1e3, "ms"), (1e6, "us"), (1e9, "ns")):
@@ -56,7 +61,7 @@ def machine_lines(m: Machine) -> Iterator[str]:
 def gemm_lines(s: GemmSweep) -> Iterator[str]:
     """Exercise A's table: bound against measured, per shape, and the 50% crossing."""
     yield (f"GEMM on {s.device} ({s.library}, {s.precision}, {s.threads or '?'} threads) against "
-           f"{s.hardware}: peak {quantity(s.peak, 'FLOP/s')} ({s.peak_source}), "
+           f"{s.hardware}: peak {quantity(s.peak, 'FLOP/s')} ({_short(s.peak_source)}), "
            f"bandwidth {quantity(s.bandwidth, 'B/s')}, ridge {s.ridge:.3g} FLOP/B"
            f"{', caches flushed' if s.cold else ''}")
     yield "       M      N      K   I (FLOP/B)  bound                 measured     ratio  achieved"
