@@ -20,13 +20,16 @@ symroof.errors.SymroofError: note ...: not a regular file
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
+import tomllib
 from pathlib import Path
+from typing import Any
 
 from symroof.errors import SymroofError
 
-__all__ = ["MAX_FILE_BYTES", "read_bytes", "read_text", "write_text"]
+__all__ = ["MAX_FILE_BYTES", "read_bytes", "read_text", "write_text", "parse_toml"]
 
 #: The largest user file symroof reads (claim files, configs, chip files are kilobytes).
 MAX_FILE_BYTES = 8 * 2**20
@@ -64,6 +67,33 @@ def read_text(path: str | os.PathLike[str], what: str, *, limit: int = MAX_FILE_
     except UnicodeDecodeError as err:
         raise SymroofError(f"{what} {os.fspath(path)}: not UTF-8 text ({err.reason} at byte "
                            f"{err.start})") from None
+
+
+def parse_toml(text: str, origin: str, what: str = "") -> dict[str, Any]:
+    """``text`` read as TOML; every way it can fail is a :class:`SymroofError` that starts
+    with ``origin`` (and ``what``, e.g. ``"the annotation "``): bad syntax with its line,
+    nesting too deep for the parser, an integer past Python's digit limit with its key.
+
+    >>> parse_toml("a = 1", "x.toml")
+    {'a': 1}
+    >>> parse_toml("a = " + "9" * 5000, "x.toml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symroof.errors.SymroofError: x.toml: a: expected a number, got an integer of 5000 digits
+    """
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise SymroofError(f"{origin}: {what}not valid TOML: {err}") from None
+    except RecursionError:
+        raise SymroofError(f"{origin}: {what}arrays or tables nested too deeply") from None
+    except ValueError:  # an integer past Python's digit limit: name its key
+        hit = re.search(r"^\s*([\w.\"-]+)\s*=\s*[+-]?([0-9_]{1000,})", text, re.M)
+        key, digits = (hit.group(1), len(hit.group(2).replace("_", ""))) if hit else ("a value",
+                                                                                     None)
+        size = f"{digits} digits" if digits else "thousands of digits"
+        raise SymroofError(f"{origin}: {what}{key}: expected a number, got an integer of "
+                           f"{size}") from None
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:

@@ -412,3 +412,32 @@ def test_no_crossover_output_carries_a_complex_number(capsys):
     # S^3 - S + 3 has one real root, about -1.6717: never a positive crossover
     (real,) = sp.Poly(S**3 - S + 3, S).real_roots()
     assert math.isclose(float(real), -1.6717, abs_tol=1e-4)
+
+
+def test_toml_failures_are_named_errors_in_every_reader(tmp_path):
+    """Chip files, claim files and annotations share one TOML reader (files.parse_toml):
+    bad syntax, nesting past the parser's depth and an integer past Python's digit
+    limit are each an error that names the file (and the key), never a traceback."""
+    from symroof.verify import parse_claims
+    from symroof.verify.annotations import annotated_claims
+
+    deep = "a = " + "[" * 5000 + "]" * 5000
+    huge = "claimed = " + "9" * 5000
+    with pytest.raises(SymroofError, match=r"^c.toml: arrays or tables nested too deeply$"):
+        parse_claims(deep, "c.toml")
+    with pytest.raises(SymroofError,
+                       match=r"^c.toml: claimed: expected a number, got an integer of 5000 digits$"):
+        parse_claims(huge, "c.toml")
+    path = tmp_path / "big.toml"
+    path.write_text('name = "x"\npeak_flops = ' + "1" * 5000 + "\n", encoding="utf-8")
+    with pytest.raises(SymroofError, match=r"big.toml: peak_flops: expected a number, "
+                                           r"got an integer of 5000 digits"):
+        hardware.load(path)
+    # in a document, a bad annotation becomes that claim's error; the others are read
+    doc = (f"<!-- symroof {deep} -->\n<!-- symroof {huge} -->\n"
+           "<!-- symroof claimed = 1\nvalue = 1 -->\n")
+    cf = annotated_claims(doc, "x.md")
+    assert [c.error for c in cf.claims[:2]] == [
+        "x.md:1: the annotation arrays or tables nested too deeply",
+        "x.md:2: the annotation claimed: expected a number, got an integer of 5000 digits"]
+    assert cf.claims[2].error is None

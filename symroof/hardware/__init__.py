@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import functools
 import os
-import re
-import tomllib
 from importlib import resources
 
 from symroof.budget import current
 from symroof.errors import SymroofError, suggest
-from symroof.files import read_bytes
+from symroof.files import parse_toml, read_bytes
 from symroof.hardware.spec import (PRECISIONS, UNITS, HardwareSpec, Link, MemoryLevel, Peak,
                                    parse_spec)
 
@@ -85,15 +83,5 @@ def _parse(raw: bytes, origin: str) -> HardwareSpec:
     except UnicodeDecodeError as err:
         raise SymroofError(f"{origin}: not UTF-8 text ({err.reason} at byte "
                            f"{err.start})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise SymroofError(f"{origin}: not valid TOML: {err}") from None
-    except RecursionError:
-        raise SymroofError(f"{origin}: arrays or tables nested too deeply") from None
-    except ValueError:  # an integer past Python's digit limit: name its key
-        hit = re.search(r"^\s*([\w.\"-]+)\s*=\s*[+-]?[0-9_]{1000,}", text, re.M)
-        key = hit.group(1) if hit else "a value"
-        raise SymroofError(f"{origin}: {key}: expected a figure below 1e30 in the key's "
-                           "unit, got an integer of thousands of digits") from None
+    data = parse_toml(text, origin)
     return parse_spec(data, origin)

@@ -27,14 +27,13 @@ claim file's ``[symbols]`` table does.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from symroof import budget
 from symroof.errors import SymroofError
-from symroof.files import read_text
+from symroof.files import parse_toml, read_text
 from symroof.verify.schema import Claim, ClaimFile, Document, validate_claim
 
 __all__ = ["Annotation", "find_annotations", "annotated_claims", "load_annotated"]
@@ -104,10 +103,10 @@ def annotated_claims(text: str, name: str) -> ClaimFile:
         body = a.body.strip()
         where = f"{name}:{a.line}"
         if body.startswith("symbols"):
-            symbols.update(_toml(body[len("symbols"):], where))
+            symbols.update(parse_toml(body[len("symbols"):], where, "the annotation "))
             continue
         try:
-            raw = _toml(body, where)
+            raw = parse_toml(body, where, "the annotation ")
         except SymroofError as err:
             claims.append(Claim(id=f"line-{a.line}", line=a.line, error=str(err)))
             continue
@@ -124,13 +123,6 @@ def annotated_claims(text: str, name: str) -> ClaimFile:
         seen.add(claim.id)
         claims.append(claim)
     return ClaimFile(name, Path(name).name, "", symbols, (doc,), tuple(claims), (), text)
-
-
-def _toml(body: str, where: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(body)
-    except tomllib.TOMLDecodeError as err:
-        raise SymroofError(f"{where}: the annotation is not valid TOML: {err}") from None
 
 
 def load_annotated(path: str | Path) -> ClaimFile:

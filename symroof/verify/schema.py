@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +46,7 @@ import sympy as sp
 
 from symroof import budget
 from symroof.errors import SymroofError
-from symroof.files import read_text
+from symroof.files import parse_toml, read_text
 from symroof.verify import units
 from symroof.verify.compare import check_rounding
 
@@ -253,14 +252,7 @@ def _validated(raw: Mapping[str, Any], line: int, text: str, path: str, document
 
 def parse_claims(text: str, path: str = "<claims>") -> ClaimFile:
     """A claim file from its text (``path`` names it in errors)."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise SymroofError(f"{path}: not valid TOML: {err}") from None
-    except RecursionError:
-        raise SymroofError(f"{path}: not valid TOML (nested too deeply)") from None
-    except ValueError as err:  # an integer past Python's digit limit
-        raise SymroofError(f"{path}: a value is out of range ({err})") from None
+    data = parse_toml(text, path)
     known = {"title", "description", "symbols", "document", "claim", "chart"}
     extra = set(data) - known
     if extra:
