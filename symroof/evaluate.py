@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -28,7 +30,8 @@ from symroof.rich import Rich
 from symroof.symbols import b as _b
 
 __all__ = ["evaluate", "sweep", "Roofline", "roofline", "symbol_map", "workload_values",
-           "check_domain", "Point", "points", "DeviceMemory"]
+           "check_domain", "Point", "points", "DeviceMemory", "grid_symbols",
+           "refuse_not_finite"]
 
 _ZERO, _ONE = sp.Integer(0), sp.Integer(1)
 
@@ -115,41 +118,126 @@ def _short(e: sp.Expr) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def sweep(expr: object, grid: Mapping[object, object], *, subs: Mapping[object, object] | None = None):
-    """``expr`` over numpy arrays of values, vectorised with ``lambdify`` (floats).
+def sweep(expr: object, grid: Mapping[object, object], *,
+          subs: Mapping[object, object] | None = None) -> Any:
+    """``expr`` over numpy arrays of values (float64), compiled once per expression
+    (``sr.sweep``; :mod:`symroof.compiled` keeps the compiled functions).
 
     ``grid`` maps symbols (or their names) to arrays that broadcast together, e.g.
     ``{B: B_values[:, None], S: S_values[None, :]}`` for a B x S table; ``subs`` fixes
-    the other symbols first (exactly). Every free symbol must get a value.
+    the other symbols (numbers go in as they are; a value that is an expression is
+    substituted exactly first). Every free symbol must get a value; symbols of ``grid``
+    that ``expr`` does not use are ignored. A point where the float formula is not finite
+    is refused as the exact path would refuse it (:func:`refuse_not_finite`).
 
     >>> import numpy as np
     >>> from symroof.symbols import n, b
     >>> sweep(2*n/(3*b), {n: np.array([3, 6])}, subs={b: 2}).tolist()
     [1.0, 2.0]
     """
-    import numpy as np  # only sweeps need numpy; importing it at start-up costs every command
+    np, run = _NUMPY or _load_numpy()
+    e, fixed, scalars, by_name = _prepared(expr, subs)
+    keys = grid_symbols(grid, by_name, fixed, "sweep")
+    values = [np.asarray(grid[k], dtype=np.float64) for k in keys.values()]
+    shape = np.broadcast_shapes(*(np.shape(v) for v in values))
+    (out,) = run((e,), (*keys, *fixed), (*values, *scalars), shape)
+    if not np.isfinite(out).all():
+        refuse_not_finite(e, fixed, list(keys), values, shape, out, "sweep")
+    return out
 
+
+_NUMPY: tuple[Any, Any] | None = None  # (numpy, lambdified.run) once a sweep has run
+
+
+def _load_numpy() -> tuple[Any, Any]:
+    """numpy and the compiled functions, loaded by the first sweep, not by every command."""
+    global _NUMPY
+    import numpy  # here, not at the top: see the docstring
+
+    from symroof.lambdified import run  # likewise
+
+    _NUMPY = (numpy, run)
+    return _NUMPY
+
+
+def grid_symbols(grid: object, by_name: Mapping[str, sp.Symbol],
+                 fixed: Mapping[sp.Symbol, sp.Expr], what: str) -> dict[sp.Symbol, object]:
+    """The free symbols (``by_name``) that ``grid`` gives values for, each with its key in
+    ``grid``, in ``grid``'s order: keys that are not a free symbol, or one that ``fixed``
+    (values of free symbols only) or an earlier key gives, are passed over; a free symbol
+    given by neither is an error."""
     if not isinstance(grid, Mapping):
-        raise SymroofError(f"sweep grid: expected a mapping of symbols to arrays, got "
+        raise SymroofError(f"{what} grid: expected a mapping of symbols to arrays, got "
                            f"{type(grid).__name__}")
-    e = evaluate(expr, subs)
-    check_expr(e, "sweep", ())  # the size limit: lambdify compiles the whole expression
-    by_name = {x.name: x for x in e.free_symbols}
-    keys: list[sp.Symbol] = []
-    arrays: list[Any] = []
-    for key, arr in grid.items():
+    keys: dict[sp.Symbol, object] = {}
+    for key in grid:
         sym = by_name.get(key) if isinstance(key, str) else key
-        if sym is None or sym not in e.free_symbols:
+        if not isinstance(sym, sp.Symbol) or by_name.get(sym.name) != sym or sym in fixed \
+                or sym in keys:  # not a symbol of expr (or given already)
             continue
-        keys.append(sym)
-        arrays.append(np.asarray(arr, dtype=float))
-    missing = e.free_symbols - set(keys)
-    if missing:
-        raise SymroofError(f"sweep: no values for {', '.join(sorted(m.name for m in missing))}")
-    fn = sp.lambdify(keys, e, modules="numpy")
-    out = fn(*arrays)
-    return np.broadcast_to(np.asarray(out, dtype=float), np.broadcast_shapes(
-        *(np.shape(a) for a in arrays))) if arrays else np.asarray(float(e))
+        keys[sym] = key
+    if len(keys) + len(fixed) < len(by_name):  # fixed gives only symbols of by_name
+        missing = set(by_name.values()).difference(keys, fixed)
+        raise SymroofError(f"{what}: no values for {', '.join(sorted(m.name for m in missing))}")
+    return keys
+
+
+def refuse_not_finite(e: sp.Expr, fixed: Mapping[sp.Symbol, sp.Expr], keys: Sequence[sp.Symbol],
+                      values: Sequence[Any], shape: tuple[int, ...], out: Any, what: str) -> None:
+    """Raise for the first point where ``out`` is not finite: the exact path's error there
+    (a division by zero, named), or a value past float64's range."""
+    import numpy as np  # only a sweep's results come here (see sweep)
+
+    i = np.unravel_index(int(np.argmin(np.isfinite(out))), shape) if shape else ()
+    at = {k: as_expr(np.broadcast_to(v, shape)[i].item(), k.name) for k, v in zip(keys, values)}
+    exact = evaluate(e, {**fixed, **at})  # raises where the formula is undefined there
+    where = ", ".join(f"{k}={v}" for k, v in at.items())
+    raise SymroofError(f"{what}: the value at {where} is past float64's range "
+                       f"({sp.N(exact, 6)}); use the exact path (symroof.evaluate)")
+
+
+_Prepared = tuple[sp.Expr, dict[sp.Symbol, sp.Expr], tuple[float, ...], dict[str, sp.Symbol]]
+_PREPARED: OrderedDict[object, _Prepared] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def forget_prepared() -> None:
+    """Forget the formulas :func:`sweep` has checked (:func:`symroof.compiled.cache_clear`)."""
+    with _LOCK:
+        _PREPARED.clear()
+
+
+def _prepared(expr: object, subs: Mapping[object, object] | None) -> _Prepared:
+    """``expr`` checked (a SymPy value, within the size limit) with ``subs`` checked as
+    the exact path checks them, its free symbols and their names; kept per (expression,
+    subs), so a sweep repeated over new arrays does no SymPy work."""
+    key: object = None
+    found = None
+    if subs is None or isinstance(subs, Mapping):  # anything else: refused below
+        try:
+            key = (type(expr), expr, () if subs is None else tuple(
+                (type(k), k, type(v), v) for k, v in subs.items()))
+            found = _PREPARED.get(key)
+        except TypeError:  # unhashable values (the checks below refuse them)
+            key = None
+    if found is not None:
+        return found
+    e = as_expr(expr, "expression")
+    fixed = symbol_map(e, subs)  # the exact path's checks of subs, and its errors
+    if any(v.free_symbols or not v.is_Rational for v in fixed.values()):
+        e, fixed = evaluate(e, subs), {}  # an expression as a value: substitute exactly
+    fixed = {k: v for k, v in fixed.items() if k in e.free_symbols}
+    check_expr(e, "sweep", ())  # the size limit: lambdify compiles the whole expression
+    found = (e, fixed, tuple(float(v) for v in fixed.values()),
+             {x.name: x for x in e.free_symbols})
+    if key is not None:
+        from symroof.lambdified import MAXSIZE  # loaded by sweep already: as many as it keeps
+
+        with _LOCK:
+            _PREPARED[key] = found
+            while len(_PREPARED) > MAXSIZE:
+                _PREPARED.popitem(last=False)
+    return found
 
 
 @dataclass(frozen=True)

@@ -7,16 +7,16 @@ eval`` the same way. Both check their values as the exact path checks a row, and
 a point where a float formula is not finite as the exact path would. Use them through
 :mod:`symroof.compiled`.
 
->>> import numpy as np
+The rows of ``symroof eval`` (the grid's example is :mod:`symroof.compiled`'s; its
+corners are these two rows):
+
 >>> from symroof.symbols import B, S
 >>> from symroof.workloads import decode
 >>> from symroof.models import get
->>> r = rooflines(decode(get("llama-2-7b"), B, S), "h100-sxm",
-...               {B: np.array([1, 64])[:, None], S: np.array([1024, 4096])[None, :]})
->>> r.bound.tolist()
-[['memory', 'memory'], ['memory', 'memory']]
->>> np.round(r.tokens_per_s, 1).tolist()
-[[243.6, 218.1], [4506.6, 1423.1]]
+>>> rows = points(decode(get("llama-2-7b"), B, S), [{B: 1, S: 1024}, {B: 64, S: 4096}],
+...               hw="h100-sxm")
+>>> [(p.roofline.bound, round(float(p.roofline.tokens_per_s), 1)) for p in rows]
+[('memory', 243.6), ('memory', 1423.1)]
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ import sympy as sp
 from symroof import hardware
 from symroof.analysis import Analysis
 from symroof.errors import SymroofError
-from symroof.evaluate import Point, Roofline, check_domain, evaluate, points as exact_points, roofline
+from symroof.evaluate import (Point, Roofline, check_domain, evaluate, points as exact_points,
+                              refuse_not_finite, roofline)
 from symroof.hardware import HardwareSpec
 from symroof.ir import as_expr
 from symroof.lambdified import run as _run
@@ -352,15 +353,3 @@ def _with_roofline(r: Rooflines, rows: list[Any]) -> list[Point]:
         point = dataclasses.replace(sym, **changes)
         out.append(Point(dict(row), point.flops, point.bytes, point.intensity, point))
     return out
-
-
-def refuse_not_finite(e: sp.Expr, fixed: Mapping[sp.Symbol, sp.Expr], keys: Sequence[sp.Symbol],
-            values: Sequence[Any], shape: tuple[int, ...], out: np.ndarray, what: str) -> None:
-    """Raise for the first point where ``out`` is not finite: the exact path's error there
-    (a division by zero, named), or a value past float64's range."""
-    i = np.unravel_index(int(np.argmin(np.isfinite(out))), shape) if shape else ()
-    at = {k: as_expr(np.broadcast_to(v, shape)[i].item(), k.name) for k, v in zip(keys, values)}
-    exact = evaluate(e, {**fixed, **at})  # raises where the formula is undefined there
-    where = ", ".join(f"{k}={v}" for k, v in at.items())
-    raise SymroofError(f"{what}: the value at {where} is past float64's range "
-                       f"({sp.N(exact, 6)}); use the exact path (symroof.evaluate)")
