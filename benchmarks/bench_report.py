@@ -8,7 +8,7 @@ folder), and once more in a child interpreter that times its stages the way
 checks (``run_claims``), the charts (``render_charts``), rendering (Markdown, LaTeX,
 JSON) and writing. Shares are each stage's part of the child's total; the last line
 says how often SymPy's ``simplify`` ran (the main path must not call it; the test is
-tests/test_report.py::test_no_simplify_while_generating).
+tests/reports/test_report.py::test_no_simplify_while_generating).
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 #: The module each re-exported name comes from (the same table as the imports above;
-#: tests/test_lazy_import.py checks that they agree).
+#: tests/project/test_lazy_import.py checks that they agree).
 _FROM: dict[str, tuple[str, ...]] = {
     "symroof.analysis": ("Analysis", "Workload", "analyze"),
     "symroof.atlas": ("Atlas", "Family", "atlas", "family"),

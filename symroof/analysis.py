@@ -33,7 +33,7 @@ def ratio(num: sp.Expr, den: sp.Expr) -> sp.Expr:
     without a fractional dimension) are cancelled in SymPy's polynomial ring directly,
     and with integer coefficients their content and common monomial are taken out there
     too: the same expression, without ``cancel``'s and ``factor_terms``' general passes
-    (tests/test_derive_speed.py compares the two structurally).
+    (tests/engine/test_derive_speed.py compares the two structurally).
 
     >>> from symroof.symbols import n, b
     >>> ratio(2*n**3, 3*n**2*b), ratio(6*n**2 + 4*n, 2*n*b + 2*b)

@@ -8,7 +8,7 @@ expressions, however they were built, share one compiled function. :func:`sweep`
 roofline on a chip (F, Q, I, times, tokens/s, bound) over a grid; :func:`points` the
 rows of ``symroof eval`` (both from :mod:`symroof.numeric`).
 Results are float64 and agree with the exact path (``roofline(subs=)``, which stays the
-exact one) to 1e-12 relative (tests/test_compiled.py); a point where the float formula
+exact one) to 1e-12 relative (tests/engine/test_compiled.py); a point where the float formula
 is not finite is refused as the exact path would refuse it.
 
 >>> import numpy as np

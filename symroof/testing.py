@@ -60,7 +60,7 @@ from __future__ import annotations
 # in every session of every project where symroof is installed. At the top it imports only
 # the standard library; sympy, mpmath and symroof's own modules are imported inside the
 # helpers, so loading the plugin costs nothing and cannot fail when they are broken
-# (tests/test_testing.py checks the top-level imports).
+# (tests/project/test_testing.py checks the top-level imports).
 import itertools
 import math
 import numbers

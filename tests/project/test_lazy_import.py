@@ -18,7 +18,7 @@ import pytest
 
 import symroof as sr
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _fresh(code: str) -> str:

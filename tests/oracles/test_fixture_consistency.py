@@ -1,7 +1,7 @@
 """The recorded PyTorch FLOP counts are reproduced exactly by formulas.py.
 
 Pure Python: needs neither torch nor transformers (the fixture was recorded by
-``tests/oracle/record_torch_flops.py``).
+``tests/oracles/record_torch_flops.py``).
 """
 
 from __future__ import annotations

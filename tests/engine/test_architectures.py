@@ -4,8 +4,8 @@ Every formula is checked against a second computation: a brute-force loop over q
 pairs (windows), hand-written closed forms from the reference code (latent attention,
 DeepSeek's ``inference/model.py``), exact enumeration of routings (expert reads), and
 the figures of the issue, the papers and the model cards. The PyTorch counter's view of
-the same models is ``tests/test_torch_oracle.py``; real config.json files are read in
-``tests/test_hf_families.py``.
+the same models is ``tests/oracles/test_torch_oracle.py``; real config.json files are read in
+``tests/engine/test_hf_families.py``.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from symroof.present.charts import (CurveChart, Mark, Palette, Point, Roof, Roof
                                     Series, Style, curve_pgfplots, curve_svg, quantity,
                                     roofline_pgfplots, roofline_svg, si)
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SVG = "{http://www.w3.org/2000/svg}"
 HBM, BF16, FP8, FP32 = 3.35e12, 989.4e12, 1978.9e12, 66.9e12
 NASTY = "W_q 50% R&D <x>"
@@ -246,7 +246,7 @@ def test_user_ranges_clip_lines_and_drop_outside_points() -> None:
 PROGRAM = """
 import sys
 sys.path.insert(0, sys.argv[1])
-import tests.test_charts as t
+import tests.reports.test_charts as t
 from symroof.present import charts as c
 print(c.roofline_svg(t.H100) + c.roofline_pgfplots(t.H100) + c.curve_svg(t.CROSSOVER)
       + c.curve_pgfplots(t.CROSSOVER) + c.roofline_svg(t.escaping_charts()[0]), end="")

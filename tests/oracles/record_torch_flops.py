@@ -3,16 +3,16 @@
 Writes ``tests/fixtures/torch_flops.json``: for every (model, phase, shape)
 entry the total of ``torch.utils.flop_counter.FlopCounterMode`` and its
 per-op breakdown at the "Global" level.  The fixture is checked (without
-torch) by ``tests/oracle/test_fixture_consistency.py`` against the closed-form
-formulas in ``tests/oracle/formulas.py``.
+torch) by ``tests/oracles/test_fixture_consistency.py`` against the closed-form
+formulas in ``tests/oracles/formulas.py``.
 
 Nothing is downloaded: models are built from a config with random weights.
 
 Usage (needs torch and transformers; not needed by the test suite)::
 
-    python tests/oracle/record_torch_flops.py            # writes the fixture
-    python tests/oracle/record_torch_flops.py --check    # also verify formulas
-    python tests/oracle/record_torch_flops.py -o out.json
+    python tests/oracles/record_torch_flops.py            # writes the fixture
+    python tests/oracles/record_torch_flops.py --check    # also verify formulas
+    python tests/oracles/record_torch_flops.py -o out.json
 """
 
 from __future__ import annotations
@@ -351,7 +351,7 @@ def record() -> dict:
     entries.sort(key=lambda e: e["id"])
     return {
         "metadata": {
-            "generator": "tests/oracle/record_torch_flops.py",
+            "generator": "tests/oracles/record_torch_flops.py",
             "counter": "torch.utils.flop_counter.FlopCounterMode(display=False).get_total_flops()",
             "torch_version": torch.__version__,
             "transformers_version": transformers.__version__,

@@ -1,7 +1,7 @@
 """symroof's FLOP counts against PyTorch's FlopCounterMode (an independent counter).
 
 (a) Recorded: every entry of ``tests/fixtures/torch_flops.json`` (tiny Hugging Face models,
-    eager attention; see ``tests/oracle/README.md``) must be reproduced exactly from its
+    eager attention; see ``tests/oracles/README.md``) must be reproduced exactly from its
     config.json alone, under the conventions that match the counter:
     ``prefill(..., causal=False, window_kernel="masked")`` (eager attention computes the
     full S x S rectangle on every layer, windowed or not: the mask is an add),
@@ -29,7 +29,7 @@ from symroof.models import from_hf_dict
 from symroof.workloads.transformer import decode, prefill, training
 
 HERE = Path(__file__).resolve().parent
-FIXTURE = HERE / "fixtures" / "torch_flops.json"
+FIXTURE = HERE.parent / "fixtures" / "torch_flops.json"
 DATA = json.loads(FIXTURE.read_text())
 ENTRIES = DATA["entries"]
 
@@ -41,7 +41,7 @@ def _load(name: str, path: Path):
     return module
 
 
-formulas = _load("_symroof_torch_oracle_formulas", HERE / "oracle" / "formulas.py")
+formulas = _load("_symroof_torch_oracle_formulas", HERE / "formulas.py")
 
 
 def _analysis(config: dict, phase: str, batch: int, n: int):
@@ -161,7 +161,7 @@ def live():
     transformers = _require("transformers")
     global _REC
     if _REC is None:
-        _REC = _load("_symroof_record_torch_flops", HERE / "oracle" / "record_torch_flops.py")
+        _REC = _load("_symroof_record_torch_flops", HERE / "record_torch_flops.py")
     return torch, transformers, _REC
 
 

@@ -34,7 +34,7 @@ from symroof.precision import bytes_per_value
 from symroof.symbols import CANONICAL, B, D, G, H, L, P, S, b, bytes_symbol, quantity
 from symroof.testing import assert_close, assert_formula_equal
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 R = RIDGE
 H100 = "R[h100-sxm bf16 hbm]"
 

@@ -29,7 +29,7 @@ from symroof.ir import Elementwise, Gemm, Graph, Tensor
 from symroof.present.escape import latex_escape, markdown_escape
 from symroof.symbols import B, D, K, M, N, S, b
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 A100 = (Path(hardware.__file__).parent / "a100-80gb.toml").read_text(encoding="utf-8")
 
 

@@ -152,7 +152,7 @@ def test_saved_activations_per_layer_hand_count():
     query per head: 4 B S H bytes per layer (``statistics="ignored"`` leaves it out).
     (Korthikanti et al. 2022 count 34 s b h bytes per layer: the same 28 s b h at
     2 bytes, plus 4 s b h of LayerNorm inputs and 2 s b h of dropout masks; see
-    tests/test_training_memory.py.)
+    tests/engine/test_training_memory.py.)
     """
     m = transformer(layers=L, d_model=D, heads=H)
     assert_formula_equal(saved_activations(m, B, S), 14 * B * S * D * L * b + 4 * B * S * H * L)

@@ -17,7 +17,7 @@ from symroof.present.claim_charts import render_charts
 from symroof.symbols import B, D, L, S, b
 from symroof.verify import Outcome, Result, load_claims, run_claims
 
-CLAIMS = Path(__file__).resolve().parents[1] / "claims" / "seeds.toml"
+CLAIMS = Path(__file__).resolve().parents[2] / "claims" / "seeds.toml"
 
 # Expected statuses, from the catalogue of the seeds' claims (/work/scratch/claims when it
 # was made): match / mismatch / cited, and "derived" for each answer of an exercise.

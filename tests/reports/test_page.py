@@ -3,7 +3,7 @@
 The page's formulas are read back out of the HTML and evaluated here, exactly, by a
 small arithmetic interpreter (the printed JavaScript is plain arithmetic), then compared
 with the engine's expressions evaluated by SymPy: a second computation of every number
-the page shows. The browser tests (tests/test_page_browser.py) run the same page in
+the page shows. The browser tests (tests/reports/test_page_browser.py) run the same page in
 Chromium.
 """
 
@@ -34,7 +34,7 @@ from symroof.present.page_format import decimals, duration, figure, prefixed
 from symroof.present.page_js import js_expression, js_function
 from symroof.testing import assert_formula_equal
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / DEFAULT_OUT
 SEED = sr.models.get("seed-6.4b")
 

@@ -17,7 +17,7 @@ from symroof.present.formula import latex, text
 from symroof.present.numbers import text_number
 from symroof.symbols import B, D, H, L, S, b, n, quantity
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 R = quantity("R")
 
 

@@ -79,7 +79,7 @@ def test_training_is_3x_forward_plus_recomputed_qk(name, causal):
 def test_moe_router_is_trained():
     """The router's logits weight the experts' outputs, so the router GEMM has a backward
     (dX and dW_router, 2 x its forward FLOPs) like every other GEMM; PyTorch's counter
-    agrees (tests/test_torch_oracle.py, the live Mixtral training step)."""
+    agrees (tests/oracles/test_torch_oracle.py, the live Mixtral training step)."""
     m = MODELS["moe"]()
     fwd = prefill(m, B, S)
     router = fwd.per_op["router"].flops

@@ -24,7 +24,7 @@ from symroof.models.hf import FAMILIES, IGNORABLE
 from symroof.symbols import b
 from symroof.workloads.transformer import decode, prefill
 
-CONFIGS = Path(__file__).resolve().parent / "fixtures" / "hf_configs"
+CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
 QUANTIZED = {"deepseek-v3", "gpt-oss-20b", "gpt-oss-120b"}   # carry a quantization_config
 
 #: sum(p.numel() for p in model.parameters()) of AutoModelForCausalLM.from_config(config)

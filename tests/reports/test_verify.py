@@ -19,7 +19,7 @@ from symroof.verify.annotations import annotated_claims, load_annotated
 from symroof.verify.compare import check_rounding, status
 from symroof.verify.units import scale, split
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HEAD = EXAMPLE.split("[[claim]]")[0]
 
 

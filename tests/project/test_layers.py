@@ -16,7 +16,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1] / "symroof"
+ROOT = Path(__file__).resolve().parents[2] / "symroof"
 
 #: Layers, lowest first. A module belongs to the first entry that is it or its package.
 LAYERS: tuple[tuple[str, ...], ...] = (

@@ -305,7 +305,7 @@ def test_hardware_show_unknown_suggests(capsys):
 # output errors, in a real process: a closed pipe ends quietly, a full disk is one line
 
 
-REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
+REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
 MANY_ROWS = ["derive", "gemm", "--set", "M=" + ",".join(map(str, range(1, 101))),
              "--set", "N=" + ",".join(map(str, range(1, 41))), "--set", "K=2", "--set", "b=2"]
 
@@ -362,7 +362,7 @@ SERVING_KEYS = {"tokens_per_s_per_user", "fits", "communication_time_s", "memory
 
 def test_tp8_table_as_a_command(capsys):
     """Seed 001's "Llama-3-70B on 8 x H100 (TP=8), FP16, context 4096" table: one row per
-    batch, today's keys kept, the serving figures added (values: tests/test_serving.py)."""
+    batch, today's keys kept, the serving figures added (values: tests/engine/test_serving.py)."""
     doc = run_json(capsys, "eval", "decode", "--model", "llama-3-70b", "--hardware",
                    "h100-sxm", "--tp", "8", "--set", "B=1,8,32,128,512", "--set", "S=4096",
                    "--precision", "fp16")

@@ -1,6 +1,6 @@
 """README.md stays true: its Python examples run, and each of its CLI examples prints
 exactly its golden output (tests/golden/readme/; regenerate with
-``python3 -m pytest tests/test_readme.py --update-golden`` and review the diff)."""
+``python3 -m pytest tests/project/test_readme.py --update-golden`` and review the diff)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from symroof.cli import main
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 
 
 def _blocks(lang: str) -> list[str]:
@@ -30,7 +30,7 @@ def test_python_examples_run():
                 fn()
 
 
-GOLDEN = Path(__file__).resolve().parent / "golden" / "readme"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "readme"
 CLI_LINES = [ln for b in _blocks("sh") for ln in b.splitlines() if ln.startswith("symroof ")]
 
 
@@ -59,5 +59,5 @@ def test_every_golden_file_belongs_to_a_readme_line():
 
 
 def test_quick_start_main_job_is_the_seed_appendix():
-    quick = _blocks("sh")[0].splitlines()[0]   # tests/test_report.py checks what it writes
+    quick = _blocks("sh")[0].splitlines()[0]   # tests/reports/test_report.py checks what it writes
     assert shlex.split(quick.split("&&")[1]) == ["symroof", "report", "appendix"]

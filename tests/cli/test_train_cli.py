@@ -2,7 +2,7 @@
 days for a token budget; driven in-process through ``symroof.cli.main``.
 
 The figures are GPT-3 175B on Korthikanti et al.'s layout (t = 8, p = 8, 64 sequences a
-step), checked against the library (tests/test_training_memory.py checks the library
+step), checked against the library (tests/engine/test_training_memory.py checks the library
 against hand arithmetic) and against the seed's 6N: 6 x 174.6e9 x 300e9 FLOPs on 64 A100s
 at 50% MFU is 6 N T / (64 x 312e12 x 0.5) seconds.
 """

@@ -14,7 +14,7 @@ V/(16lh)), and end-to-end time 8TP/(nX).
 
 Second computations: the per-tensor enumeration of the paper (test below), plain
 arithmetic from the published shapes, a brute-force 1F1B schedule simulation, and
-PyTorch's saved-tensor hooks (tests/oracle/test_saved_tensors.py).
+PyTorch's saved-tensor hooks (tests/oracles/test_saved_tensors.py).
 """
 
 from __future__ import annotations

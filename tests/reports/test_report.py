@@ -20,7 +20,7 @@ import sympy
 from symroof.cli import main
 from symroof.verify import EXAMPLE
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REPORTS = ROOT / "reports"
 APPENDIX = ("seed_appendix.md", "seed_appendix.tex", "seed_claims.json")
 JSON_KEYS = {"id", "seed", "quote", "quantity", "claimed", "derived", "formula", "unit",

@@ -58,7 +58,7 @@ N_CLAIMS = int(300 * SCALE)
 RUN_LIMIT_S = 110 * max(SCALE, 1)   # the whole seeded run, every test together (CI: < 2 min)
 _RUN = {"seconds": 0.0}
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 HW_DIR = Path(hardware.__file__).resolve().parent
 TOML_FILES = sorted(HW_DIR.glob("*.toml"))
 

@@ -1,6 +1,6 @@
 """No ``simplify()`` on the main path, by either door (issue 16, item 5).
 
-tests/test_report.py replaces ``sympy.simplify``; an ``expr.simplify()`` call reaches
+tests/reports/test_report.py replaces ``sympy.simplify``; an ``expr.simplify()`` call reaches
 SymPy's function through ``sympy.simplify.simplify`` instead, so both are replaced here,
 and the check that they are the doors is itself tested.
 """
