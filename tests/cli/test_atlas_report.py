@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
+from needs import executable
 
 from symroof.cli import main
 
@@ -39,11 +39,9 @@ def test_curve_samples_the_derived_formula(page):
     assert y0 == pytest.approx(8484257 / (20 * x0 - 1), rel=1e-6)   # B = 8484257/(20 S - 1)
 
 
+@pytest.mark.slow
 def test_page_builds_with_pdflatex(page, tmp_path):
-    if shutil.which("pdflatex") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("pdflatex is missing in CI")
-        pytest.skip("pdflatex is not installed")
+    executable("pdflatex")
     shutil.copy(page / "atlas-decode-llama-3-70b.tex", tmp_path)
     done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
                            "atlas-decode-llama-3-70b.tex"], cwd=tmp_path, capture_output=True,

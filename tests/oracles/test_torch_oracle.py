@@ -251,6 +251,7 @@ def _config(transformers, rec, family: str):
     return configs[family]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", LIVE)
 def test_live_forward_flops_and_params(family):
     torch, transformers, rec = live()
@@ -283,6 +284,7 @@ def test_live_forward_flops_and_params(family):
             assert total == want, f"{family} decode b{batch} p{past}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", LIVE)
 def test_live_training_step_flops(family):
     """Forward + backward of eager attention (S x S saved, nothing recomputed, no mask

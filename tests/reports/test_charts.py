@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -325,9 +324,10 @@ def test_items_are_normalised_to_named_tuples() -> None:
     assert isinstance(mark, Mark) and mark.label == "B=64, S=6,729"
 
 
-@pytest.mark.skipif(shutil.which("pdflatex") is None,
-                    reason="pdflatex is not installed here (CI installs texlive)")
+@pytest.mark.slow
 def test_pgfplots_pictures_compile(tmp_path: Path) -> None:
+    from needs import executable   # here: a child process imports this module without tests/ on its path
+    executable("pdflatex")
     roof, curve = escaping_charts()
     linear = CurveChart("lin", "B", "S", [("c", BS, [430626 / b for b in BS])], log_y=False)
     pictures = [roofline_pgfplots(c) for c in (H100, roof, UNICODE)] + [

@@ -29,6 +29,9 @@ from symroof.present.numbers import grouped, si
 from symroof.present.page import render_page
 from symroof.present.page_format import decimals, duration, figure, prefixed
 
+# a real browser: the slowest tests of the suite, all in this one file
+pytestmark = pytest.mark.slow
+
 SEED = sr.models.get("seed-6.4b")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync")

@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from needs import executable
 import sympy
 
 from symroof.cli import main
@@ -82,12 +83,9 @@ def test_no_simplify_while_generating(tmp_path, monkeypatch):
     assert main(["report", "appendix", "--out", str(tmp_path)]) == 0
 
 
+@pytest.mark.slow
 def test_latex_builds_with_pdflatex(fresh, tmp_path):
-    if shutil.which("pdflatex") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("pdflatex is missing in CI: .ci/run must install texlive")
-        pytest.skip("pdflatex is not installed (apt-get install texlive-latex-base "
-                    "texlive-latex-recommended texlive-pictures)")
+    executable("pdflatex")
     shutil.copy(fresh / "seed_appendix.tex", tmp_path)
     done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
                            "seed_appendix.tex"], cwd=tmp_path, capture_output=True, text=True,

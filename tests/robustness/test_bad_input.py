@@ -11,13 +11,13 @@ from __future__ import annotations
 import ast
 import json
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from needs import executable
 import sympy as sp
 
 from symroof.present.records import to_dict, to_text
@@ -627,8 +627,9 @@ def test_latex_escape_leaves_no_special_character(name):
     assert back == name
 
 
-@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed")
+@pytest.mark.slow
 def test_latex_escape_compiles(tmp_path):
+    executable("pdflatex")
     body = "\n\n".join(f"\\section{{{latex_escape(n)}}}\n\\texttt{{{latex_escape(n)}}} "
                        f"\\begin{{tabular}}{{l}}{latex_escape(n)}\\end{{tabular}}"
                        for n in NASTY_NAMES)
