@@ -318,8 +318,8 @@ def expansion_bound(expr: sp.Basic, cap: int = 10**6) -> int:
 def light(expr: sp.Basic) -> bool:
     """Whether ``expr`` is small enough that rational algebra on it is quick: within
     :data:`LIGHT_TERMS` expanded terms and :data:`LIGHT_DEGREE` in every symbol. A light
-    call runs without the fork of :func:`guarded` (tests/test_budget.py measures the
-    slowest light input)."""
+    call runs without the fork of :func:`guarded` (tests/engine/test_budget.py checks
+    that light inputs never fork and heavy ones do)."""
     if expansion_bound(expr, LIGHT_TERMS) > LIGHT_TERMS:
         return False
     return all(degree_bound(expr, s) <= LIGHT_DEGREE for s in expr.free_symbols)
@@ -473,6 +473,12 @@ def _substitute(expr: sp.Expr, values: dict[sp.Basic, sp.Basic], limit: int) -> 
 _CHILD_PIPE: int | None = None   # set in a guarded child: where its notes and result go
 _HEADER = struct.Struct("!cI")
 
+#: The clock the guard's deadline is read from (seconds, monotonic): ``_collect`` calls
+#: it once to set the deadline and again before each wait. The one injection point for
+#: tests, which replace it (``monkeypatch.setattr(budget, "clock", fake)``) so that a
+#: test of the seconds limit never depends on how fast the machine is.
+clock: Callable[[], float] = time.monotonic
+
 
 def _send(fd: int, kind: bytes, payload: bytes) -> None:
     data = _HEADER.pack(kind, len(payload)) + payload
@@ -553,10 +559,10 @@ def _child(fd: int, b: Budget, fn: Callable[..., Any], args: tuple[Any, ...],
 
 
 def _collect(step: str, b: Budget, pid: int, fd: int) -> Any:
-    deadline = None if b.seconds is None else time.monotonic() + b.seconds
+    deadline = None if b.seconds is None else clock() + b.seconds
     buf, last = b"", ""
     while True:
-        left = None if deadline is None else deadline - time.monotonic()
+        left = None if deadline is None else deadline - clock()
         if left is not None and left <= 0:
             os.kill(pid, signal.SIGKILL)
             where = f" while {last}" if last else ""
