@@ -71,7 +71,8 @@ def _tex_text(text: str) -> str:
     as commands, and anything else unknown named rather than left to fail the build."""
     out = []
     for ch in latex_escape(text):
-        if ord(ch) < 128 or unicodedata.category(ch).startswith("L") and ord(ch) < 0x250:
+        if 0x20 <= ord(ch) < 0x7F or unicodedata.category(ch).startswith("L") and \
+                0xC0 <= ord(ch) < 0x250:
             out.append(ch)
             continue
         name = unicodedata.name(ch, "")
@@ -96,21 +97,67 @@ def _escape(flavour: str) -> Any:
 _MATH_COMMANDS = frozenset("""mathrm mathbb mathcal text approx times cdot frac sqrt
     Theta theta pi beta Psi psi ll gg le leq ge geq min max infty to sum prod left right
     quad qquad ldots dots alpha gamma mu sigma lambda""".split())
+#: control symbols kept math may use: the spaces \, \; \: \! and "\ "
+_MATH_SYMBOLS = frozenset(",;:! ")
 _MATH = re.compile(r"\$([^$\n]+)\$")
+# one token of kept math: a command, a character of the whitelist, a brace, or anything else
+_MATH_TOKEN = re.compile(r"\\([A-Za-z]+|.?)|([A-Za-z0-9 +\-*/=()^_,.'|!:;]+)|([<>\[\]])|(\{)|(\})"
+                         r"|(.)", re.S)
+# what Markdown must not carry raw (an HTML tag, a link), written as math commands
+_MD_MATH = {"<": "\\lt", ">": "\\gt", "[": "\\lbrack", "]": "\\rbrack"}
+_TEXT_SCRIPT = re.compile(r"\\text\s*\{[^{}]*[\^_]")  # ^ or _ in \text{...}: a LaTeX error
+_BREAKS = re.compile("[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")  # a quote is one paragraph
+
+
+def _kept_math(body: str, flavour: str) -> str | None:
+    r"""``body`` (the text between a quote's ``$`` signs) as math for ``flavour``, or None
+    when it is not plainly math: only letters, digits, spaces, the operators
+    ``+-*/=()[]^_,.'|!:;<>``, balanced braces, ``\left``/``\right`` in pairs and the
+    commands of :data:`_MATH_COMMANDS`. TeX's ``^^`` notation (``^^5c`` is a backslash) is
+    refused anywhere; Markdown gets ``< > [ ]`` as commands, never raw.
+
+    >>> _kept_math(r"I \approx 2N/b", "tex")
+    'I \\approx 2N/b'
+    >>> _kept_math("d > n", "md"), _kept_math("^^5cinput{x}", "tex"), _kept_math("a}{b", "md")
+    ('d \\gt n', None, None)
+    """
+    if "^^" in body or _TEXT_SCRIPT.search(body):
+        return None
+    out: list[str] = []
+    depth = pairs = 0
+    for m in _MATH_TOKEN.finditer(body):
+        command, plain, special, opened, closed, other = m.groups()
+        if other is not None:
+            return None
+        if command is not None:
+            if command not in _MATH_COMMANDS and command not in _MATH_SYMBOLS:
+                return None
+            pairs += (command == "left") - (command == "right")
+            if pairs < 0:
+                return None
+        elif special is not None and flavour != "tex":
+            after = body[m.end():m.end() + 1]
+            out.append(_MD_MATH[special] + (" " if after.isalpha() else ""))
+            continue
+        depth += (opened is not None) - (closed is not None)
+        if depth < 0:
+            return None
+        out.append(m.group(0))
+    return "".join(out) if depth == 0 and pairs == 0 else None
 
 
 def _quote(text: str, flavour: str) -> str:
     """A quote escaped for ``flavour``, keeping the document's own ``$...$`` math as math
-    when it uses only well-known commands."""
+    when it passes :func:`_kept_math`'s whitelist (else the whole ``$...$`` is text)."""
     esc = _escape(flavour)
+    text = _BREAKS.sub(" ", text)  # a line break would end the Markdown's block quote
     out, last = [], 0
     for m in _MATH.finditer(text):
-        commands = set(re.findall(r"\\([A-Za-z]+)", m.group(1)))
-        if not commands <= _MATH_COMMANDS or "{" in m.group(1) and m.group(1).count("{") != \
-                m.group(1).count("}"):
+        math = _kept_math(m.group(1), flavour)
+        if math is None:
             continue
         out.append(esc(text[last:m.start()]))
-        out.append(m.group(0))
+        out.append(f"${math}$")
         last = m.end()
     out.append(esc(text[last:]))
     return "".join(out)
@@ -123,7 +170,8 @@ def _claim_item(r: Result, flavour: str) -> dict[str, Any]:
     claimed = (_in_unit(r.claimed, r, flavour) if r.claimed is not None else
                latex(r.claimed_formula) if r.claimed_formula is not None else "")
     return {
-        "id": c.id, "anchor": c.id.replace(".", "-"), "quantity": esc(c.quantity),
+        "id": esc(c.id) if flavour == "tex" else c.id, "anchor": c.id.replace(".", "-"),
+        "quantity": esc(c.quantity),
         "quote": _quote(c.quote, flavour), "status": r.status, "kind": c.kind,
         "formula": latex(r.formula) if r.formula is not None else "",
         "derived_formula": (latex(r.derived) if r.derived is not None and r.derived.free_symbols
@@ -166,7 +214,8 @@ def _table_item(rows: list[Result], flavour: str) -> dict[str, Any]:
 
     first = rows[0].claim.table
     assert first is not None
-    return {"type": "table", "id": first["id"], "anchor": first["id"].replace(".", "-"),
+    return {"type": "table", "id": esc(first["id"]) if flavour == "tex" else first["id"],
+            "anchor": first["id"].replace(".", "-"),
             "columns": [esc(c) for c in col_names],
             "rows": [{"name": esc(rn), "cells": [cell(cells.get((rn, cn))) for cn in col_names]}
                      for rn in row_names],
