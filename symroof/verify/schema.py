@@ -35,6 +35,7 @@ claim is recorded on that claim and the others are still read.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -51,8 +52,10 @@ from symroof.verify import units
 from symroof.verify.compare import check_rounding
 
 __all__ = ["Document", "Claim", "Chart", "ClaimFile", "load_claims", "parse_claims", "EXAMPLE",
-           "validate_claim",
-           "CLAIM_FIELDS"]
+           "validate_claim", "check_id", "check_symbols", "CLAIM_FIELDS", "MAX_CLAIMS"]
+
+#: The most claims one claim file may hold (the seed appendix has a few hundred).
+MAX_CLAIMS = 5_000
 
 EXAMPLE = '''title = "Example"
 
@@ -86,7 +89,39 @@ CLAIM_FIELDS = {
     "note": "what differs and why, or the assumptions", "table": "{id, row, column}",
     "alternatives": "[{label, value, subs}]: the figure under other conventions",
 }
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}")
+_SYMBOL = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+
+
+def check_id(value: object, where: str) -> str:
+    """An id from a claim file (a claim's, a chart's, a table's): letters, digits,
+    ``- _ .``, starting with a letter or digit, at most 100 characters. Ids become file
+    names (``charts/<id>.svg``) and LaTeX labels, so nothing else passes.
+
+    >>> check_id("roofline-h100", "f.toml:3: chart 'x' field 'id'")
+    'roofline-h100'
+    >>> check_id("../x", "f.toml:3: chart '../x' field 'id'")
+    Traceback (most recent call last):
+    ...
+    symroof.errors.SymroofError: f.toml:3: chart '../x' field 'id': expected an id of letters, digits, - _ . (starting with a letter or digit, at most 100 characters), got '../x'
+    """
+    if not isinstance(value, str) or not _ID.fullmatch(value):
+        raise SymroofError(f"{where}: expected an id of letters, digits, - _ . (starting with a "
+                           f"letter or digit, at most 100 characters), got {value!r}")
+    return value
+
+
+def check_symbols(symbols: object, where: str) -> dict[str, str]:
+    """A ``[symbols]`` table: ASCII names (they reach the LaTeX through the formula
+    printer) to ``"dimension"`` or ``"quantity"``."""
+    if not isinstance(symbols, Mapping):
+        raise SymroofError(f"{where}: [symbols] must be a table of name = \"dimension\"|"
+                           "\"quantity\"")
+    for name in symbols:
+        if not _SYMBOL.fullmatch(name):
+            raise SymroofError(f"{where}: [symbols] {name!r}: expected a name of ASCII letters, "
+                               "digits and _ (starting with a letter, at most 64 characters)")
+    return dict(symbols)
 
 
 @dataclass(frozen=True)
@@ -147,14 +182,32 @@ class ClaimFile:
 
 
 def _lines_of(text: str, header: str) -> list[int]:
-    """1-based line numbers of each ``[[header]]`` in order."""
+    """1-based line numbers of each ``[[header]]`` in order (one pass over the text)."""
     pattern = re.compile(rf"^[ \t]*\[\[[ \t]*{re.escape(header)}[ \t]*\]\]", re.M)
-    return [text.count("\n", 0, m.start()) + 1 for m in pattern.finditer(text)]
+    out, line, last = [], 1, 0
+    for m in pattern.finditer(text):
+        line += text.count("\n", last, m.start())
+        last = m.start()
+        out.append(line)
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _toml_lines(text: str) -> list[str]:
+    """The lines of a claim file as TOML counts them (a newline is LF or CRLF), split once
+    per text however many fields are looked up."""
+    return text.split("\n")
+
+
+def _line_at(text: str, needle: str) -> int:
+    """The 1-based line of the first ``needle`` line in ``text`` (0 when there is none)."""
+    m = re.search(rf"^[ \t]*{re.escape(needle)}", text, re.M)
+    return text.count("\n", 0, m.start()) + 1 if m else 0
 
 
 def field_line(text: str, start: int, name: str) -> int:
     """The line of field ``name`` in the entry whose ``[[...]]`` header is at line ``start``."""
-    lines = text.splitlines()
+    lines = _toml_lines(text)
     for i in range(start, len(lines)):  # lines[start] is the line after the header
         line = lines[i].strip()
         if line.startswith("[["):
@@ -185,9 +238,7 @@ def _validated(raw: Mapping[str, Any], line: int, text: str, path: str, document
     if unknown:
         name = sorted(unknown)[0]
         raise SymroofError(f"{at(name)}: unknown field; expected some of {', '.join(CLAIM_FIELDS)}")
-    cid = raw.get("id")
-    if not isinstance(cid, str) or not _ID.fullmatch(cid):
-        raise SymroofError(f"{at('id')}: expected an id of letters, digits, - _ ., got {cid!r}")
+    cid = check_id(raw.get("id"), at("id"))
     for name in ("document", "section", "quote", "quantity", "unit"):
         if not isinstance(raw.get(name), str) or not raw[name].strip():
             raise SymroofError(f"{at(name)}: required, a non-empty string")
@@ -232,6 +283,8 @@ def _validated(raw: Mapping[str, Any], line: int, text: str, path: str, document
     if table is not None and (not isinstance(table, Mapping) or set(table) != {"id", "row", "column"}
                               or not all(isinstance(v, str) for v in table.values())):
         raise SymroofError(f"{at('table')}: expected {{id = ..., row = ..., column = ...}}")
+    if table is not None:
+        check_id(table["id"], f"{at('table')} id")
     alternatives = raw.get("alternatives", [])
     if not isinstance(alternatives, list) or not all(
             isinstance(a, Mapping) and isinstance(a.get("label"), str) and "value" in a
@@ -269,6 +322,10 @@ def parse_claims(text: str, path: str = "<claims>") -> ClaimFile:
     raw_claims = data.get("claim", [])
     if not isinstance(raw_claims, list):
         raise SymroofError(f"{path}: claim must be an array of tables ([[claim]])")
+    if len(raw_claims) > MAX_CLAIMS:
+        line = claim_lines[MAX_CLAIMS] if len(claim_lines) > MAX_CLAIMS else 0
+        raise SymroofError(f"{path}:{line}: {len(raw_claims):,} claims, more than the limit of "
+                           f"{MAX_CLAIMS:,} claims per file (split the file)")
     claims: list[Claim] = []
     seen: dict[str, int] = {}
     for i, raw in enumerate(raw_claims):
@@ -279,15 +336,32 @@ def parse_claims(text: str, path: str = "<claims>") -> ClaimFile:
                       f"{c.id!r} field 'id': duplicate id (first at line {seen[c.id]})")
         seen.setdefault(c.id, line)
         claims.append(c)
-    symbols = data.get("symbols", {})
-    if not isinstance(symbols, Mapping):
-        raise SymroofError(f"{path}: [symbols] must be a table of name = \"dimension\"|\"quantity\"")
-    chart_lines = _lines_of(text, "chart")
-    charts = tuple(Chart(str(c.get("id", f"chart-{i + 1}")), chart_lines[i] if i < len(chart_lines)
-                         else 0, c) for i, c in enumerate(data.get("chart", [])))
+    symbols = check_symbols(data.get("symbols", {}), f"{path}:{_line_at(text, '[symbols]')}")
     return ClaimFile(path, str(data.get("title", Path(path).stem)),
-                     str(data.get("description", "")), dict(symbols), tuple(docs),
-                     tuple(claims), charts, text)
+                     str(data.get("description", "")), symbols, tuple(docs),
+                     tuple(claims), _charts(data.get("chart", []), text, path), text)
+
+
+def _charts(raw: object, text: str, path: str) -> tuple[Chart, ...]:
+    """The ``[[chart]]`` tables; a chart's id names its file (``charts/<id>.svg``), so it
+    is checked like a claim's (present, the fixed characters, unique)."""
+    if not isinstance(raw, list) or not all(isinstance(c, Mapping) for c in raw):
+        raise SymroofError(f"{path}: chart must be an array of tables ([[chart]])")
+    lines = _lines_of(text, "chart")
+    charts: list[Chart] = []
+    seen: dict[str, int] = {}
+    for i, c in enumerate(raw):
+        line = lines[i] if i < len(lines) else 0
+        where = f"{path}:{field_line(text, line, 'id') if line else 0}: chart {c.get('id')!r} " \
+                "field 'id'"
+        if "id" not in c:
+            raise SymroofError(f"{where}: required (the chart's file is charts/<id>.svg)")
+        cid = check_id(c["id"], where)
+        if cid in seen:
+            raise SymroofError(f"{where}: duplicate id (first at line {seen[cid]})")
+        seen[cid] = line
+        charts.append(Chart(cid, line, c))
+    return tuple(charts)
 
 
 def load_claims(path: str | Path) -> ClaimFile:
