@@ -2,20 +2,27 @@
 
 ``symroof report appendix`` renders the seed appendix from the claim file that ships
 with symroof into ``reports/``: ``seed_appendix.md``, ``seed_appendix.tex``,
-``seed_claims.json`` and the charts. Files are written whole (a temporary file renamed),
-and the same command always writes the same bytes.
+``seed_claims.json`` and the charts. The set of files is written whole (every temporary
+file first, then each renamed: a full disk leaves the old set as it was), never outside
+``--out`` whatever a chart is called, and the same command always writes the same bytes.
+
+A claim file may come from someone else: while it runs, the chip files it names resolve
+only to shipped chips, files beside it, or files in a folder given with ``--chips``.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
+from symroof import hardware
 from symroof.cli.base import Command, Output
 from symroof.errors import SymroofError
-from symroof.files import write_text
+from symroof.files import write_files
 from symroof.present.appendix import claims_text, render_latex, render_markdown
 from symroof.present.commands import dumps
+from symroof.present.escape import terminal_json, terminal_safe
 from symroof.present.claim_charts import render_charts
 from symroof.verify import load_claims, run_claims
 from symroof.verify.appendix import seed_claims
@@ -32,6 +39,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    "appendix, the claim file's folder otherwise)")
     p.add_argument("--format", default="md,tex,json",
                    help="comma-separated: md, tex, json (default all three)")
+    p.add_argument("--chips", action="append", default=[], metavar="DIR",
+                   help="a folder of chip files the claim file may name (besides its own "
+                   "folder and the shipped chips); may be repeated")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -43,42 +53,46 @@ def _formats(text: str) -> list[str]:
     return chosen
 
 
-def write_report(source: str, out: Path, formats: list[str]) -> tuple[dict[str, int], list[Path],
-                                                                      list[str]]:
-    """Render ``source`` into ``out``: (status counts, files written, error messages)."""
+def write_report(source: str, out: Path, formats: list[str],
+                 chips: Sequence[str | Path] = ()) -> tuple[dict[str, int], list[Path], list[str]]:
+    """Render ``source`` into ``out``: (status counts, files written, error messages).
+    The chip files the claims name resolve only to shipped chips, files beside
+    ``source`` and files in ``chips``."""
     if source == "appendix":
         claims, stem, json_name = seed_claims(), "seed_appendix", "seed_claims.json"
-        command = "symroof report appendix"
+        command, beside = "symroof report appendix", []
     else:
         claims = load_claims(source)
         stem = Path(source).stem
         json_name, command = f"{stem}.json", f"symroof report {Path(source).name}"
-    outcome = run_claims(claims)
-    charts = render_charts(outcome)
+        beside = [Path(source).parent]
+    with hardware.chip_files([*beside, *chips]):
+        outcome = run_claims(claims)
+        charts = render_charts(outcome)
     texts: dict[Path, str] = {}
     if "md" in formats:
-        texts[out / f"{stem}.md"] = render_markdown(outcome, charts, command)
+        texts[Path(f"{stem}.md")] = render_markdown(outcome, charts, command)
         for ch in charts:
-            texts[out / "charts" / f"{ch.id}.svg"] = ch.svg
+            texts[Path("charts") / f"{ch.id}.svg"] = ch.svg
     if "tex" in formats:
-        texts[out / f"{stem}.tex"] = render_latex(outcome, charts, command)
+        texts[Path(f"{stem}.tex")] = render_latex(outcome, charts, command)
     if "json" in formats:
-        texts[out / json_name] = claims_text(outcome)
-    for path, text in texts.items():  # every text is rendered before the first is written
-        write_text(path, text)
+        texts[Path(json_name)] = claims_text(outcome)
+    write_files(out, texts)  # every text is rendered before the first is written
     errors = [r.message for r in outcome.results if r.status == "error"]
-    return outcome.counts, list(texts), errors
+    return outcome.counts, [out / p for p in texts], errors
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:
     folder = Path(args.out) if args.out else (
         Path("reports") if args.source == "appendix" else Path(args.source).parent)
-    counts, written, errors = write_report(args.source, folder, _formats(args.format))
+    counts, written, errors = write_report(args.source, folder, _formats(args.format), args.chips)
     if args.json:
-        out(dumps({"counts": counts, "written": [str(p) for p in written], "errors": errors}))
+        out(terminal_json(dumps({"counts": counts, "written": [str(p) for p in written],
+                                 "errors": errors})))
     else:
         for path in written:
-            out(f"wrote {path}")
+            out(terminal_safe(f"wrote {path}"))
         out(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     if errors:
         raise SymroofError(f"{len(errors)} claim(s) could not be computed; first: {errors[0]}")

@@ -6,12 +6,21 @@
 19788/67
 >>> hw.peak("bf16", ops_per_mac=1)   # the same peak counting a MAC as one operation
 494700000000000
+
+A chip file (``*.toml``) named by a claim file from someone else must not reach any file
+on the machine: inside :func:`chip_files` (which ``symroof report`` and ``symroof check``
+enter while a claim file runs), :func:`resolve` reads a chip file only from the folders
+given, after resolving ``..`` and links, and its refusal reads the same whether or not
+the file exists, quoting nothing of it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import os
+from collections.abc import Iterable, Iterator
 from importlib import resources
 
 from symroof.budget import current
@@ -20,7 +29,7 @@ from symroof.files import parse_toml, read_bytes
 from symroof.hardware.spec import (PRECISIONS, UNITS, HardwareSpec, Link, MemoryLevel, Peak,
                                    parse_spec)
 
-__all__ = ["resolve", "get", "names", "load", "HardwareSpec", "MemoryLevel", "Link", "Peak",
+__all__ = ["resolve", "get", "names", "load", "chip_files", "HardwareSpec", "MemoryLevel", "Link", "Peak",
            "PRECISIONS", "UNITS"]
 
 
@@ -54,13 +63,52 @@ def _get(name: str) -> HardwareSpec:
     return spec
 
 
+#: The folders chip files may come from while a stranger's file runs (None: anywhere).
+_CHIP_FOLDERS: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar(
+    "symroof_chip_folders", default=None)
+
+
+@contextlib.contextmanager
+def chip_files(folders: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[str, ...]]:
+    """Within the block, a chip file named to :func:`resolve` is read only from
+    ``folders`` (a relative name is looked up in each, in order); shipped chips stay
+    available by name. An empty list allows shipped chips alone.
+
+    >>> with chip_files([]):
+    ...     resolve("/etc/chip.toml")
+    Traceback (most recent call last):
+    ...
+    symroof.errors.SymroofError: chip file '/etc/chip.toml': not a shipped chip nor a chip file beside the claim file (or in a folder given with --chips)
+    """
+    found = tuple(os.path.realpath(os.fspath(f)) for f in folders)
+    token = _CHIP_FOLDERS.set(found)
+    try:
+        yield found
+    finally:
+        _CHIP_FOLDERS.reset(token)
+
+
+def _confined(name: str, folders: tuple[str, ...]) -> str:
+    """The real path of chip file ``name`` inside one of ``folders``, or a SymroofError
+    that says the same whether or not such a file exists elsewhere."""
+    tried = [name] if os.path.isabs(name) else [os.path.join(f, name) for f in folders]
+    for candidate in tried:
+        real = os.path.realpath(candidate)
+        if any(real != f and os.path.commonpath([f, real]) == f for f in folders) and \
+                os.path.isfile(real):
+            return real
+    raise SymroofError(f"chip file {name!r}: not a shipped chip nor a chip file beside the "
+                       "claim file (or in a folder given with --chips)")
+
+
 def resolve(hw: object) -> HardwareSpec:
     """A chip spec from a spec, a name, or the path of a chip file (``*.toml``; anything
-    else is a SymroofError)."""
+    else is a SymroofError). Inside :func:`chip_files` a path must lie in its folders."""
     if isinstance(hw, HardwareSpec):
         return hw
     if isinstance(hw, str) and hw.endswith(".toml"):
-        return load(hw)
+        folders = _CHIP_FOLDERS.get()
+        return load(hw if folders is None else _confined(hw, folders))
     if isinstance(hw, str):
         return get(hw)
     raise SymroofError(f"hardware: expected a chip name or a HardwareSpec, got "
