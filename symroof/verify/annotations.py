@@ -26,6 +26,7 @@ claim file's ``[symbols]`` table does.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,14 +35,26 @@ from typing import Any
 from symroof import budget
 from symroof.errors import SymroofError
 from symroof.files import parse_toml, read_text
-from symroof.verify.schema import Claim, ClaimFile, Document, validate_claim
+from symroof.verify.schema import Claim, ClaimFile, Document, check_symbols, validate_claim
 
-__all__ = ["Annotation", "find_annotations", "annotated_claims", "load_annotated"]
+__all__ = ["Annotation", "find_annotations", "annotated_claims", "load_annotated", "line_starts",
+           "MAX_ANNOTATIONS"]
 
+#: The most annotations one document may hold.
+MAX_ANNOTATIONS = 5_000
+
+_BREAK = re.compile(r"\r\n|\r|\n")  # what an editor counts as a line break, and nothing else
 _MD_OPEN = re.compile(r"<!--\s*symroof\b")
 _TEX = re.compile(r"^\s*%\s*symroof:(.*)$")
 _MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _TEX_HEADING = re.compile(r"\\(?:chapter|section|subsection|subsubsection)\*?\{([^}]*)\}")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_INDENTED = re.compile(r"^(?: {4}| {0,3}\t)")
+_LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|[0-9]{1,9}[.)])(?:[ \t]|$)")
+_BACKTICKS = re.compile(r"`+")
+_COMMENT = re.compile(r"(?<!\\)%")
+_VERBATIM = re.compile(r"\\begin\{(verbatim\*?|Verbatim\*?|BVerbatim|LVerbatim|lstlisting|minted|"
+                       r"comment|alltt|filecontents\*?)\}")
 
 
 @dataclass(frozen=True)
@@ -55,42 +68,153 @@ class Annotation:
 
 
 def _is_tex(name: str) -> bool:
-    return name.endswith((".tex", ".ltx", ".sty"))
+    return name.lower().endswith((".tex", ".ltx", ".sty"))
+
+
+def line_starts(text: str) -> list[int]:
+    """The offset where each line starts; lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r``,
+    as editors count them (a form feed or U+2028 inside a line is not a break).
+
+    >>> line_starts("a\\r\\nb\\rc\\nd\\x0ce")
+    [0, 3, 5, 7]
+    """
+    return [0, *(m.end() for m in _BREAK.finditer(text))]
+
+
+def _code_spans_masked(line: str) -> str:
+    """``line`` with its inline code spans (CommonMark: a run of n backticks up to the
+    next run of exactly n) blanked out; linear in the line."""
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(line)]
+    if len(runs) < 2:
+        return line
+    following: list[int | None] = [None] * len(runs)  # the next run of the same length
+    last: dict[int, int] = {}
+    for k in range(len(runs) - 1, -1, -1):
+        size = runs[k][1] - runs[k][0]
+        following[k] = last.get(size)
+        last[size] = k
+    out, k, done = [], 0, 0
+    while k < len(runs):
+        close = following[k]
+        if close is None:
+            k += 1
+            continue
+        out.append(line[done:runs[k][0]])
+        out.append(" " * (runs[close][1] - runs[k][0]))
+        done = runs[close][1]
+        k = close + 1
+    out.append(line[done:])
+    return "".join(out)
+
+
+class _Scan:
+    """What a scan has found so far: annotations, the section, the last line of text."""
+
+    def __init__(self, text: str, name: str) -> None:
+        self.text, self.name = text, name
+        self.starts = line_starts(text)
+        self.lines = _BREAK.split(text)  # as many as self.starts
+        self.out: list[Annotation] = []
+        self.section = self.last_text = ""
+
+    def add(self, line: int, body: str) -> None:
+        if len(self.out) >= MAX_ANNOTATIONS:
+            raise SymroofError(f"{self.name}:{line}: more than {MAX_ANNOTATIONS:,} annotations in "
+                               "one document (split it)")
+        self.out.append(Annotation(line, body, self.section, self.last_text))
+
+    def line_of(self, offset: int) -> int:
+        """The 0-based line of ``offset``."""
+        return bisect.bisect_right(self.starts, offset) - 1
+
+
+def _markdown(scan: _Scan) -> None:
+    """Annotations outside fenced and indented code blocks and inline code."""
+    lines, text = scan.lines, scan.text
+    fence: tuple[str, int] | None = None
+    blank_before, in_code, in_list = True, False, False
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        blank = not line.strip()
+        if fence is not None:  # inside a fenced block: only its closing fence counts
+            m = _FENCE.match(line)
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1] and \
+                    not m.group(2).strip():
+                fence = None
+            i += 1
+            continue
+        m = _FENCE.match(line)
+        if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+            fence, blank_before, in_code = (m.group(1)[0], len(m.group(1))), False, False
+            i += 1
+            continue
+        if not blank and _INDENTED.match(line) and (in_code or blank_before and not in_list):
+            in_code, blank_before = True, False
+            i += 1
+            continue
+        if blank:
+            blank_before = True
+            i += 1
+            continue
+        in_list = bool(_LIST_ITEM.match(line)) or (in_list and (not blank_before or
+                                                                bool(_INDENTED.match(line))))
+        in_code, blank_before = False, False
+        heading = _MD_HEADING.match(line)
+        if heading:
+            scan.section = heading.group(1).strip()
+        masked = _code_spans_masked(line)
+        opened = _MD_OPEN.search(masked)
+        if opened is None:
+            if not heading and not line.lstrip().startswith("%"):
+                scan.last_text = line.strip()
+            i += 1
+            continue
+        begin = scan.starts[i] + opened.end()
+        close = text.find("-->", begin)  # one search, however far the end is
+        if close == -1:
+            raise SymroofError(f"{scan.name}:{i + 1}: the symroof annotation is never closed "
+                               "(expected -->)")
+        scan.add(i + 1, text[begin:close])
+        i = scan.line_of(close) + 1
+
+
+def _latex(scan: _Scan) -> None:
+    """``% symroof:`` comment lines outside verbatim environments."""
+    lines = scan.lines
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        verbatim = _VERBATIM.search(_COMMENT.split(line, 1)[0])  # not one named in a comment
+        if verbatim:
+            end = f"\\end{{{verbatim.group(1)}}}"
+            j = i if end in line[verbatim.end():] else i + 1
+            while j < len(lines) and end not in lines[j]:
+                j += 1
+            i = j + 1
+            continue
+        heading = _TEX_HEADING.search(line)
+        if heading:
+            scan.section = heading.group(1).strip()
+        if _TEX.match(line):
+            start, body = i, []
+            while i < len(lines) and (m := _TEX.match(lines[i])):
+                body.append(m.group(1))
+                i += 1
+            scan.add(start + 1, "\n".join(body))
+            continue
+        if line.strip() and not heading and not line.lstrip().startswith("%"):
+            scan.last_text = line.strip()
+        i += 1
 
 
 def find_annotations(text: str, name: str) -> list[Annotation]:
-    """Every annotation of a document, in order."""
-    lines = text.splitlines()
-    out: list[Annotation] = []
-    section, last_text = "", ""
-    i = 0
-    tex = _is_tex(name)
-    while i < len(lines):
-        line = lines[i]
-        heading = (_TEX_HEADING.search(line) if tex else _MD_HEADING.match(line))
-        if heading:
-            section = heading.group(1).strip()
-        if tex and _TEX.match(line):
-            start, body = i, []
-            while i < len(lines) and _TEX.match(lines[i]):
-                body.append(_TEX.match(lines[i]).group(1))  # type: ignore[union-attr]
-                i += 1
-            out.append(Annotation(start + 1, "\n".join(body), section, last_text))
-            continue
-        opened = None if tex else _MD_OPEN.search(line)
-        if opened:
-            start, chunk = i, line[opened.end():]
-            while "-->" not in chunk and i + 1 < len(lines):
-                i += 1
-                chunk += "\n" + lines[i]
-            if "-->" not in chunk:
-                raise SymroofError(f"{name}:{start + 1}: the symroof annotation is never closed "
-                                   "(expected -->)")
-            out.append(Annotation(start + 1, chunk[:chunk.index("-->")], section, last_text))
-        elif line.strip() and not heading and not line.lstrip().startswith("%"):
-            last_text = line.strip()
-        i += 1
-    return out
+    """Every annotation of a document, in order (one pass; line numbers as editors count
+    them). Annotations shown as code are skipped: in Markdown, fenced and indented code
+    blocks and inline code; in LaTeX, ``verbatim``, ``lstlisting`` and their kin."""
+    scan = _Scan(text, name)
+    (_latex if _is_tex(name) else _markdown)(scan)
+    return scan.out
 
 
 def annotated_claims(text: str, name: str) -> ClaimFile:
@@ -103,7 +227,8 @@ def annotated_claims(text: str, name: str) -> ClaimFile:
         body = a.body.strip()
         where = f"{name}:{a.line}"
         if body.startswith("symbols"):
-            symbols.update(parse_toml(body[len("symbols"):], where, "the annotation "))
+            symbols.update(check_symbols(parse_toml(body[len("symbols"):], where,
+                                                    "the annotation "), where))
             continue
         try:
             raw = parse_toml(body, where, "the annotation ")
