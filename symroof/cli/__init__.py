@@ -2,9 +2,11 @@
 
 Every command takes ``--json`` and ``--budget NAME=VALUE`` (the limits of
 :mod:`symroof.budget`). Bad input, or a request over a limit, prints one line
-``symroof: error: ...`` to stderr and exits 2, never a traceback; a closed pipe
-(``| head``) ends quietly with status 0; an output that cannot be written (a full disk)
-prints one line and exits 1.
+``symroof: error: ...`` to stderr and exits 2, never a traceback (control characters a
+message quotes from a file are written as escapes); a closed pipe (``| head``) ends
+quietly with status 0; an output that cannot be written (a full disk, a closed standard
+output) prints one line and exits 1; a request that runs out of memory prints one line
+and exits 2.
 
 Only the module of the command being run is imported, so ``symroof --version`` and each
 command start as fast as their own imports allow. To add a command, write a module with
@@ -24,6 +26,7 @@ from typing import NamedTuple
 from symroof.budget import limits, parse_limits
 from symroof.cli.base import Command, Parser
 from symroof.errors import SymroofError
+from symroof.present.escape import terminal_safe
 from symroof.version import __version__
 
 __all__ = ["main", "build_parser", "COMMANDS"]
@@ -92,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return 0
         args = parser.parse_args(args_list)
+        if sys.stdout is None:  # started with its standard output closed (`>&-`)
+            raise OSError("standard output is closed")
         with limits(**parse_limits([*args.budget, *args.budget_after])):
             code = int(_command(known[args.command]).run(args, print))
         sys.stdout.flush()  # a closed pipe or a full disk shows here, not at exit
@@ -100,6 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(str(exc))
     except RecursionError:  # a structure nested past Python's stack, from any reader
         return _error("input nested too deeply")
+    except MemoryError:  # a request past the memory at hand that no check caught first
+        return _error("out of memory (the request is too large for this machine; see "
+                      "--budget)")
     except SystemExit as exc:  # --help, --version
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     except BrokenPipeError:  # a reader such as `head` closed the pipe: stop quietly
@@ -112,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _error(message: str) -> int:
-    line = message.replace("\r", "\\r").replace("\n", "\\n")[:2000]
+    line = terminal_safe(message)[:2000]  # line breaks, ESC and the other controls as escapes
     encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
     line = line.encode(encoding, "backslashreplace").decode(encoding)  # a lone surrogate
     print(f"symroof: error: {line}", file=sys.stderr)

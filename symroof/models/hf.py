@@ -80,7 +80,7 @@ def _from_hf_dict(cfg: Mapping[str, object], name: str | None, where: str,
     if kind == "gpt2":
         d = f.dim("n_embd")
         return transformer(
-            name=label, layers=f.dim("n_layer"), d_model=d, heads=f.dim("n_head"),
+            name=label, layers=f.layers("n_layer"), d_model=d, heads=f.dim("n_head"),
             d_ff=f.dim("n_inner", 4 * d), vocab=f.dim("vocab_size"), mlp="plain",
             activation="gelu", norm="layernorm", biases=True, positions="learned",
             max_positions=f.dim("n_positions"), tied_embeddings=f.flag("tie_word_embeddings", True))
@@ -89,7 +89,7 @@ def _from_hf_dict(cfg: Mapping[str, object], name: str | None, where: str,
                            f"supported: {', '.join(FAMILIES)}")
     d = f.dim("hidden_size")
     heads = f.dim("num_attention_heads")
-    layers = f.dim("num_hidden_layers")
+    layers = f.layers("num_hidden_layers")
     d_ff = f.dim("intermediate_size")
     latent: LatentAttention | None = latent_of(f) if kind.startswith("deepseek") else None
     # Qwen2's q, k, v biases are fixed (no o_proj bias), whatever attention_bias says

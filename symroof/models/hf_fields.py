@@ -17,7 +17,11 @@ from typing import Any
 from symroof.errors import SymroofError
 from symroof.models.latent import LatentAttention
 
-__all__ = ["Fields", "window_of", "moe_of", "latent_of", "refuse"]
+__all__ = ["Fields", "window_of", "moe_of", "latent_of", "refuse", "MAX_LAYERS"]
+
+#: The most layers a config.json may declare: the layer pattern is read per layer, and
+#: published models have a few hundred at most.
+MAX_LAYERS = 100_000
 
 _MISSING: Any = object()
 
@@ -72,6 +76,20 @@ class Fields:
             raise SymroofError(f"{self.where}: field {key!r} must be a positive integer, got "
                                f"{value!r}")
         return value
+
+    def layers(self, key: str) -> int:
+        """A number of layers: a positive integer up to :data:`MAX_LAYERS`.
+
+        >>> Fields({"num_hidden_layers": 10**12}, "cfg").layers("num_hidden_layers")
+        Traceback (most recent call last):
+        ...
+        symroof.errors.SymroofError: cfg: field 'num_hidden_layers' 1,000,000,000,000: more than the limit of 100,000 layers
+        """
+        value = self.dim(key)
+        if value > MAX_LAYERS:
+            raise SymroofError(f"{self.where}: field {key!r} {value:,}: more than the limit of "
+                               f"{MAX_LAYERS:,} layers")
+        return int(value)
 
     def count(self, key: str, default: int = 0) -> int:
         """A non-negative integer (a number of layers or of shared experts)."""
