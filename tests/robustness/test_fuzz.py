@@ -4,11 +4,16 @@ Thousands of randomly corrupted hardware TOML files, Hugging Face ``config.json`
 files, claim files and CLI argument lists go through the loaders and
 ``symroof.cli.main``; the only thing allowed to come out is a clean result or a
 :class:`~symroof.errors.SymroofError` (for the CLI: exit 0, or exit 2 with exactly one
-``symroof: error:`` line on stderr), within the budget (the guard's seconds limit is
-lowered to ``GUARD_S`` for the run), with no non-finite number in any output (no
+``symroof: error:`` line on stderr), with no non-finite number in any output (no
 ``nan``, ``inf``, ``zoo``, ``Infinity``/``NaN`` in JSON, no imaginary unit), and
 without writing a file anywhere but the test's own tmp folder. Each test prints its
 outcomes per class of input (``pytest -s``).
+
+The run is bounded by its number of cases, never by seconds: a case that would hang is
+what symroof's own budget must catch (every check before the work, and the guard's
+seconds limit, lowered to ``GUARD_S`` for the run), and then it ends in a
+:class:`~symroof.budget.BudgetError`, a SymroofError like any other. No test here reads
+the clock, so none depends on how fast or how busy the machine is.
 
 Every random choice comes from ``random.Random(SEED)``, so a failure reproduces exactly;
 each failure message carries the variant's number and the input that broke it.
@@ -24,9 +29,7 @@ import math
 import os
 import random
 import re
-import signal
 import sys
-import time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,14 +52,9 @@ SCALE = float(os.environ.get("SYMROOF_FUZZ_SCALE", "1"))
 N_TOML = int(1500 * SCALE)
 N_JSON = int(1500 * SCALE)
 N_CLI = int(1000 * SCALE)
-CALL_BUDGET_S = 5.0      # a single load or CLI call slower than this is a failure
-HARD_LIMIT_S = 20        # ... and one this slow is interrupted (SIGALRM)
 GUARD_S = 2.0            # the solvers' wall-clock limit during the run (default 10 s)
 N_BUDGET = int(200 * SCALE)
 N_CLAIMS = int(300 * SCALE)
-
-RUN_LIMIT_S = 110 * max(SCALE, 1)   # the whole seeded run, every test together (CI: < 2 min)
-_RUN = {"seconds": 0.0}
 
 REPO = Path(__file__).resolve().parents[2]
 HW_DIR = Path(hardware.__file__).resolve().parent
@@ -64,38 +62,7 @@ TOML_FILES = sorted(HW_DIR.glob("*.toml"))
 
 
 # ---------------------------------------------------------------------------
-# harness: time budget, write audit, failure collection
-
-
-@pytest.fixture(autouse=True)
-def _whole_run_is_bounded():
-    """The fuzz run is bounded as a whole: its tests together stay under RUN_LIMIT_S."""
-    t0 = time.perf_counter()
-    yield
-    _RUN["seconds"] += time.perf_counter() - t0
-    assert _RUN["seconds"] < RUN_LIMIT_S, f"the fuzz run took {_RUN['seconds']:.0f} s"
-
-
-class _TooSlow(BaseException):
-    """Raised by SIGALRM inside a call that ran past HARD_LIMIT_S."""
-
-
-@contextmanager
-def _alarm(seconds: int):
-    if not hasattr(signal, "SIGALRM"):
-        yield
-        return
-
-    def handler(signum, frame):
-        raise _TooSlow()
-
-    old = signal.signal(signal.SIGALRM, handler)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+# harness: write audit, failure collection
 
 
 _WRITES: list[tuple[str, str]] = []   # (event, path) seen while _AUDIT["on"]
@@ -159,8 +126,9 @@ def _snapshot(*roots: Path) -> dict[str, tuple[int, float]]:
 
 
 def _new_files(before: dict, after: dict, since: float) -> list[str]:
-    """Files that appeared, or changed, after ``since`` (others edit the tree concurrently,
-    so a change is only blamed on the fuzzer if the write audit saw it too)."""
+    """Files that appeared, or changed, with an mtime from ``since`` on (others edit the
+    tree concurrently, so a change is only blamed on the fuzzer if the write audit saw it
+    too)."""
     return [p for p, v in after.items() if (p not in before or before[p] != v) and v[1] >= since]
 
 
@@ -180,18 +148,13 @@ class Failures:
 
 
 def _call(fn, *args):
-    """(result, exception, seconds); SymroofError and other exceptions are returned."""
-    t0 = time.perf_counter()
+    """(result, exception); SymroofError and other exceptions are returned, not raised."""
     try:
-        with _alarm(HARD_LIMIT_S):
-            result = fn(*args)
-        return result, None, time.perf_counter() - t0
-    except _TooSlow:
-        return None, _TooSlow(f"interrupted after {HARD_LIMIT_S} s"), time.perf_counter() - t0
+        return fn(*args), None
     except BaseException as exc:  # noqa: BLE001 - anything but SymroofError is a finding
         if isinstance(exc, KeyboardInterrupt):
             raise
-        return None, exc, time.perf_counter() - t0
+        return None, exc
 
 
 def _kind(exc: BaseException) -> str:
@@ -349,19 +312,16 @@ def test_fuzz_hardware_toml(tmp_path, monkeypatch):
                 raw = rng.choice([b"\xff\xfe", b"\xef\xbb\xbf", b"\x80", b"\xc3(", b"\x00"]) + raw
             path = work / f"v{i}.toml"
             path.write_bytes(raw)
-            spec, exc, dt = _call(hardware.load, path)
+            spec, exc = _call(hardware.load, path)
             stage = "load"
             if exc is None:
-                _, exc, dt2 = _call(_exercise_spec, spec)
-                dt += dt2
+                _, exc = _call(_exercise_spec, spec)
                 stage = "describe/to_dict/ridge/roofline of the loaded spec"
             path.unlink()
             outcomes["ok" if exc is None else type(exc).__name__] += 1
             if exc is not None and not isinstance(exc, SymroofError):
                 fails.add(i, f"{_kind(exc)} in {stage}", f"{type(exc).__name__}: {exc}",
                           _diff(name, text, mutated))
-            elif dt > CALL_BUDGET_S:
-                fails.add(i, "slow", f"{dt:.1f} s", _diff(name, text, mutated))
             elif isinstance(exc, SymroofError) and str(path) not in str(exc):
                 fails.add(i, "error does not name the file", str(exc), _diff(name, text, mutated))
     print(f"hardware TOML outcomes: {dict(outcomes)}")
@@ -493,17 +453,14 @@ def test_fuzz_hf_config(tmp_path, monkeypatch):
             folder.mkdir(exist_ok=True)
             path = folder / ("config.json" if i % 3 else f"variant-{i}.json")
             path.write_bytes(raw)
-            model, exc, dt = _call(models.from_hf_config, path)
+            model, exc = _call(models.from_hf_config, path)
             if exc is None and rng.random() < 0.2:   # graphs are slower; sample them
-                _, exc, dt2 = _call(_exercise_model, model)
-                dt += dt2
+                _, exc = _call(_exercise_model, model)
             path.unlink()
             outcomes["ok" if exc is None else type(exc).__name__] += 1
             if exc is not None and not isinstance(exc, SymroofError):
                 fails.add(i, _kind(exc), f"{type(exc).__name__}: {str(exc)[:200]}",
                           raw[:300])
-            elif dt > CALL_BUDGET_S:
-                fails.add(i, "slow", f"{dt:.1f} s", raw[:300])
             elif isinstance(exc, SymroofError) and str(path) not in str(exc):
                 fails.add(i, "error does not name the file", str(exc), raw[:300])
     print(f"config.json outcomes: {dict(outcomes)}")
@@ -670,6 +627,7 @@ def _check_output(fails: Failures, i: int, code: int, out: str, argv: list[str])
         fails.add(i, f"non-finite {bad!r} in the output", out[:300], argv)
 
 
+@pytest.mark.slow
 def test_fuzz_cli(tmp_path, monkeypatch, capsys):
     rng = random.Random(SEED + 2)
     configs = _config_files(tmp_path / "configs")
@@ -679,13 +637,15 @@ def test_fuzz_cli(tmp_path, monkeypatch, capsys):
     watched = [REPO / "symroof", REPO / "tests", REPO / "reports", REPO / "templates"]
     before = _snapshot(*[w for w in watched if w.exists()])
     top_before = set(os.listdir(REPO))
-    start = time.time()
+    marker = tmp_path / "started"     # the run's start, as the file system dates files
+    marker.touch()
+    start = marker.stat().st_mtime
     fails = Failures("CLI")
     codes, by_command = Counter(), Counter()
     with _no_writes_outside(tmp_path), limits(seconds=GUARD_S):
         for i in range(N_CLI):
             argv = _cli_args(rng, configs)
-            code, exc, dt = _call(main, list(argv))
+            code, exc = _call(main, list(argv))
             out, err = capsys.readouterr()
             codes[code if exc is None else type(exc).__name__] += 1
             first = argv[0] if argv and argv[0] in ("derive", "eval", "solve", "hardware") else "-"
@@ -702,8 +662,6 @@ def test_fuzz_cli(tmp_path, monkeypatch, capsys):
                 fails.add(i, f"exit 2 with {len(lines)} stderr lines", repr(err[:300]), argv)
             elif code == 0 and err:
                 fails.add(i, "exit 0 with stderr output", err[:300], argv)
-            elif dt > CALL_BUDGET_S:
-                fails.add(i, "slow", f"{dt:.1f} s", argv)
             else:
                 _check_output(fails, i, code, out, argv)
     print(f"CLI exit codes: {dict(codes)}; by command: {dict(by_command)}")
@@ -793,6 +751,7 @@ def _budget_args(rng: random.Random) -> tuple[str, list[str]]:
     return kind, argv
 
 
+@pytest.mark.slow
 def test_fuzz_budget(tmp_path, monkeypatch, capsys):
     rng = random.Random(SEED + 3)
     monkeypatch.chdir(tmp_path)
@@ -801,7 +760,7 @@ def test_fuzz_budget(tmp_path, monkeypatch, capsys):
     with _no_writes_outside(tmp_path), limits(seconds=GUARD_S):
         for i in range(N_BUDGET):
             kind, argv = _budget_args(rng)
-            code, exc, dt = _call(main, list(argv))
+            code, exc = _call(main, list(argv))
             out, err = capsys.readouterr()
             classes.setdefault(kind, Counter())[code if exc is None else type(exc).__name__] += 1
             lines = err.splitlines()
@@ -811,8 +770,6 @@ def test_fuzz_budget(tmp_path, monkeypatch, capsys):
                 fails.add(i, f"exit {code!r}", err[-300:], argv)
             elif code == 2 and (len(lines) != 1 or not lines[0].startswith("symroof: error: ")):
                 fails.add(i, f"exit 2 with {len(lines)} stderr lines", repr(err[:300]), argv)
-            elif dt > GUARD_S + CALL_BUDGET_S:
-                fails.add(i, "over the budget", f"{dt:.1f} s", argv)
             elif kind == "ignored" and code == 0 and argv not in _VALID_NEIGHBOURS:
                 fails.add(i, "ignored input accepted", out[:200], argv)
             else:
@@ -888,12 +845,10 @@ def test_fuzz_claim_files(tmp_path, monkeypatch):
                     lines[k] = lines[k].partition("=")[0] + "= " + rng.choice(_CLAIM_VALUES)
                 mutated = "\n".join(lines)
             text = head + "\n" + mutated
-            t0 = time.perf_counter()
             try:
-                with _alarm(HARD_LIMIT_S):
-                    outcome = run_claims(parse_claims(text, f"v{i}.toml"))
-                    doc = claims_json(outcome)
-                    json.dumps(doc, allow_nan=False)
+                outcome = run_claims(parse_claims(text, f"v{i}.toml"))
+                doc = claims_json(outcome)
+                json.dumps(doc, allow_nan=False)
             except SymroofError as exc:
                 outcomes["refused"] += 1
                 if "\n" in str(exc) or f"v{i}.toml" not in str(exc):
@@ -909,15 +864,12 @@ def test_fuzz_claim_files(tmp_path, monkeypatch):
                 outcomes[type(exc).__name__] += 1
                 fails.add(i, _kind(exc), f"{type(exc).__name__}: {str(exc)[:200]}", mutated[:600])
                 continue
-            dt = time.perf_counter() - t0
             for r in outcome.results:
                 outcomes[r.status] += 1
                 if "\n" in r.message:
                     fails.add(i, "multi-line claim error", r.message[:300], mutated[:600])
             bad = _claims_non_finite(doc)
-            if dt > GUARD_S * len(outcome.results) + CALL_BUDGET_S:
-                fails.add(i, "over the budget", f"{dt:.1f} s", mutated[:600])
-            elif bad:
+            if bad:
                 fails.add(i, f"non-finite value in the claims' JSON: {bad}", str(doc)[:300],
                           mutated[:600])
     print(f"claim file outcomes: {dict(outcomes)}")
@@ -944,11 +896,8 @@ _ALPHABET = st.one_of(
 @given(st.one_of(st.text(max_size=60), st.lists(_ALPHABET, max_size=30).map("".join)))
 def test_parse_expr_returns_expr_or_symroof_error(text):
     try:
-        with _alarm(HARD_LIMIT_S):
-            t0 = time.perf_counter()
-            result = parse_expr(text)
+        result = parse_expr(text)
     except SymroofError as exc:
         assert "\n" not in str(exc), repr(str(exc))
         return
-    assert time.perf_counter() - t0 < CALL_BUDGET_S, text
     assert isinstance(result, sp.Expr), (text, result)
