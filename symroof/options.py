@@ -159,6 +159,7 @@ def renamed(**old_to_new: str) -> Callable[[F], F]:
                                            f"and its old name {old!r}")
                     kwargs[new] = kwargs.pop(old)
             return fn(*args, **kwargs)
+        call.__renamed__ = dict(old_to_new)  # type: ignore[attr-defined]  # the registry reads it
         return call  # type: ignore[return-value]
     return wrap
 
