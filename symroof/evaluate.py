@@ -25,12 +25,13 @@ from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec
 from symroof.ir import Kind, as_expr
 from symroof.passes.shard import sharding
-from symroof.precision import bytes_per_value
+from symroof.precision import Precision
 from symroof.rich import Rich
 from symroof.symbols import b as _b
 
-__all__ = ["evaluate", "sweep", "Roofline", "roofline", "symbol_map", "workload_values",
-           "check_domain", "Point", "points", "DeviceMemory", "grid_symbols",
+__all__ = ["evaluate", "sweep", "Roofline", "roofline", "roofline_at", "symbol_map",
+           "workload_values", "workload_symbols", "check_domain", "check_rows_domain",
+           "check_value", "Point", "points", "points_at", "DeviceMemory", "grid_symbols",
            "refuse_not_finite"]
 
 _ZERO, _ONE = sp.Integer(0), sp.Integer(1)
@@ -84,16 +85,34 @@ def _assumed(sym: sp.Symbol) -> str:
 
 
 def _fits(sym: sp.Symbol, value: sp.Expr, integers: bool) -> sp.Expr:
+    return check_value(sym, value, f"value of {sym}", integers=integers)
+
+
+def check_value(sym: sp.Symbol, value: sp.Expr, where: str, *,
+                integers: bool = True) -> sp.Expr:
+    """The rule a value for ``sym`` meets, wherever it comes from (``--set``, ``subs=``, a
+    request's rows): finite and real; an expression within the size and degree limits;
+    with ``integers`` a dimension's value a positive integer (a physical workload), else
+    any positive value (a point on a curve); a positive symbol's value positive. Errors
+    start with ``where``.
+
+    >>> from symroof.symbols import M
+    >>> check_value(M, sp.Rational(5, 2), "--set M")
+    Traceback (most recent call last):
+    ...
+    symroof.errors.SymroofError: --set M: expected a positive integer (a dimension), got 5/2
+    """
     if value.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
-        raise SymroofError(f"value of {sym}: expected a finite number, got {value}")
+        raise SymroofError(f"{where}: expected a finite number, got {value}")
     if value.has(sp.I) or value.is_real is False:
-        raise SymroofError(f"value of {sym}: expected a real number, got {value}")
+        raise SymroofError(f"{where}: expected a real number, got {value}")
     if value.free_symbols:
+        check_expr(value, where)
         return value
     if integers and sym.is_integer and not (value.is_integer and value.is_positive):
-        raise SymroofError(f"value of {sym}: expected a positive integer (a dimension), got {value}")
+        raise SymroofError(f"{where}: expected a positive integer (a dimension), got {value}")
     if sym.is_positive and not value.is_positive:
-        raise SymroofError(f"value of {sym}: expected a positive number, got {value}")
+        raise SymroofError(f"{where}: expected a positive number, got {value}")
     return value
 
 
@@ -255,7 +274,7 @@ class Roofline(Rich):
     """
 
     hardware: str
-    precision: str
+    precision: Precision
     level: str
     flops: sp.Expr
     bytes: sp.Expr
@@ -371,17 +390,23 @@ class Roofline(Rich):
         return None if self.memory is None else self.memory.fits
 
 
+def workload_symbols(workload: Analysis) -> frozenset[sp.Symbol]:
+    """The symbols of a workload's F, Q and tokens: those values may be given for."""
+    free = workload.flops.free_symbols | workload.bytes.free_symbols
+    if workload.tokens is not None:
+        free |= workload.tokens.free_symbols
+    return frozenset(x for x in free if isinstance(x, sp.Symbol))
+
+
 def workload_values(workload: Analysis, subs: Mapping[object, object] | None,
-                    precision: str) -> dict[sp.Symbol, sp.Expr]:
+                    precision: Precision | str) -> dict[sp.Symbol, sp.Expr]:
     """``subs`` checked against a workload's symbols (a name or symbol it does not use is
     an error naming those it does; dimensions must be positive integers, and the values
     must leave every dimension of its graph a positive size), with ``b`` from
     ``precision`` unless given."""
     if not isinstance(workload, Analysis):
         raise SymroofError(f"expected a workload (Analysis), got {type(workload).__name__}")
-    free = workload.flops.free_symbols | workload.bytes.free_symbols
-    if workload.tokens is not None:
-        free |= workload.tokens.free_symbols
+    free = workload_symbols(workload)
     names = {s.name for s in free}
     if subs is not None and not isinstance(subs, Mapping):
         raise SymroofError(f"subs: expected a mapping of symbols to values, got "
@@ -394,7 +419,7 @@ def workload_values(workload: Analysis, subs: Mapping[object, object] | None,
                            f"(its symbols: {', '.join(sorted(names))})")
     values = symbol_map(sp.Add(*free), subs, integers=True)
     if _b in free and _b not in values:
-        values[_b] = bytes_per_value(precision)
+        values[_b] = Precision.parse(precision).bytes
     check_domain(workload, values)
     return values
 
@@ -452,7 +477,8 @@ def check_domain(workload: Analysis, values: Mapping[sp.Symbol, sp.Expr]) -> Non
                            f"{'fractional' if v.is_positive else 'empty'})")
 
 
-def roofline(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf16",
+def roofline(workload: Analysis, hw: HardwareSpec | str, *,
+             precision: Precision | str = Precision.BF16,
              subs: Mapping[object, object] | None = None, unit: str | None = None,
              level: str | None = None, efficiency: object = 1, link: str | None = None,
              reserve: object = 0, kv_cache: object | None = None,
@@ -474,8 +500,20 @@ def roofline(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf
         raise SymroofError(f"roofline: expected a workload (Analysis), got {type(workload).__name__}")
     spec = hardware.resolve(hw)
     values = workload_values(workload, subs, precision)
+    return roofline_at(workload, spec, values, Precision.parse(precision), unit=unit,
+                       level=level, efficiency=efficiency, link=link, reserve=reserve,
+                       kv_cache=kv_cache, footprint=footprint)
+
+
+def roofline_at(workload: Analysis, spec: HardwareSpec, values: Mapping[sp.Symbol, sp.Expr],
+                peak: Precision, *, unit: str | None = None, level: str | None = None,
+                efficiency: object = 1, link: str | None = None, reserve: object = 0,
+                kv_cache: object | None = None, footprint: bool = True) -> Roofline:
+    """:func:`roofline` at ``values`` already checked (:func:`workload_values`, or a
+    request's rows, :mod:`symroof.request`), ``b`` among them where it is free, with the
+    compute peak at ``peak``: nothing is checked again."""
     ops_per_mac = workload.convention.flop_count.ops_per_mac
-    peak = spec.peak(precision, unit=unit, ops_per_mac=ops_per_mac)
+    rate = spec.peak(peak, unit=unit, ops_per_mac=ops_per_mac)
     bw = spec.bandwidth(level)
     f = _at(workload.flops, values)
     q = _at(workload.bytes, values)
@@ -486,8 +524,8 @@ def roofline(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf
     sent = _at(workload.cost.bytes_by_kind.get(Kind.COMMUNICATION, _ZERO), values)
     chosen = None if sent == 0 else choose_link(spec, link, why=f"tp {lay.tp}, pp {lay.pp}")
     seqs = entry_sequences(workload.graph) if tokens is not None else None
-    return Roofline(spec.name, precision, level or spec.main_memory, f, q, sp.cancel(f / q),
-                    peak, bw, peak / bw, tokens, sent, None if chosen is None else chosen.name,
+    return Roofline(spec.name, peak, level or spec.main_memory, f, q, sp.cancel(f / q),
+                    rate, bw, rate / bw, tokens, sent, None if chosen is None else chosen.name,
                     None if chosen is None else chosen.per_direction, lay.tp, lay.pp,
                     lay.microbatches, None if seqs is None else _at(seqs, values),
                     fraction(efficiency, "efficiency", zero=False),
@@ -509,20 +547,39 @@ class Point:
 
 
 def points(workload: Analysis, rows: Iterable[Mapping[sp.Symbol, sp.Expr]], *,
-           hw: HardwareSpec | str | None = None, precision: str = "bf16",
+           hw: HardwareSpec | str | None = None, precision: Precision | str = Precision.BF16,
            unit: str | None = None, level: str | None = None, efficiency: object = 1,
            link: str | None = None, reserve: object = 0,
            kv_cache: object | None = None, footprint: bool = True) -> Iterator[Point]:
     """``workload`` at each row of values (exact), with its roofline on ``hw`` if given
-    (the keyword arguments after ``level`` are :func:`roofline`'s)."""
+    (the keyword arguments after ``level`` are :func:`roofline`'s); each row is checked
+    (:func:`workload_values`) as it comes."""
     spec = None if hw is None else hardware.resolve(hw)
+    peak = Precision.parse(precision)
     for row in rows:
-        values = workload_values(workload, row, precision)
-        values = {k: values[k] for k in row}  # the row as given (b from precision only if given)
-        r = None if spec is None else roofline(workload, spec, precision=precision,
-                                                 subs=values, unit=unit, level=level,
-                                                 efficiency=efficiency, link=link,
-                                                 reserve=reserve, kv_cache=kv_cache,
-                                                 footprint=footprint)
-        yield Point(dict(values), _at(workload.flops, values), _at(workload.bytes, values),
-                    _at(workload.intensity, values), r)
+        values = workload_values(workload, row, peak)
+        yield from points_at(workload, [{k: values[k] for k in row}], spec=spec, peak=peak,
+                             b=values.get(_b), unit=unit, level=level,
+                             efficiency=efficiency, link=link, reserve=reserve,
+                             kv_cache=kv_cache, footprint=footprint)
+
+
+def points_at(workload: Analysis, rows: Iterable[Mapping[sp.Symbol, sp.Expr]], *,
+              spec: HardwareSpec | None, peak: Precision, b: sp.Expr | None = None,
+              **options: Any) -> Iterator[Point]:
+    """:func:`points` of rows already checked (a request's, :mod:`symroof.request`):
+    nothing is checked again. ``b`` is the bytes per value the roofline takes where a row
+    leaves it free (F, Q and I stay at the row as given); ``options`` are
+    :func:`roofline_at`'s."""
+    for row in rows:
+        filled = row if b is None or _b in row else {**row, _b: b}
+        r = None if spec is None else roofline_at(workload, spec, filled, peak, **options)
+        yield Point(dict(row), _at(workload.flops, row), _at(workload.bytes, row),
+                    _at(workload.intensity, row), r)
+
+
+def check_rows_domain(workload: Analysis, rows: Iterable[Mapping[sp.Symbol, sp.Expr]]) -> None:
+    """Every row's values leave the workload's sizes positive (:func:`check_domain`),
+    checked before the first row is evaluated."""
+    for row in rows:
+        check_domain(workload, row)

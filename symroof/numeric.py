@@ -34,13 +34,16 @@ from symroof import hardware
 from symroof.analysis import Analysis
 from symroof.errors import SymroofError
 from symroof.evaluate import (Point, Roofline, check_domain, evaluate, points as exact_points,
-                              refuse_not_finite, roofline)
+                              points_at, refuse_not_finite, roofline)
+from symroof.evaluate import check_rows_domain as _exact_rows_domain
 from symroof.hardware import HardwareSpec
 from symroof.ir import as_expr
 from symroof.lambdified import run as _run
+from symroof.precision import Precision
 from symroof.symbols import b as _b
 
-__all__ = ["FIGURES", "Rooflines", "rooflines", "points", "refuse_not_finite"]
+__all__ = ["FIGURES", "Rooflines", "rooflines", "points", "refuse_not_finite",
+           "check_rows_domain"]
 
 
 #: A roofline's figures that are numbers at a point (what :class:`Rooflines` evaluates).
@@ -60,7 +63,7 @@ def _free(workload: Analysis) -> frozenset[sp.Symbol]:
     return per["free"]
 
 
-def _symbolic(workload: Analysis, spec: HardwareSpec, precision: str, own_b: bool,
+def _symbolic(workload: Analysis, spec: HardwareSpec, precision: Precision, own_b: bool,
               options: Mapping[str, Any]
               ) -> tuple[Roofline, frozenset[sp.Symbol], dict[str, sp.Expr]]:
     """The exact path's roofline with the workload's symbols free (its formulas), the
@@ -137,7 +140,7 @@ class Rooflines:
 
 
 def rooflines(workload: Analysis, hw: HardwareSpec | str, grid: Mapping[object, object], *,
-              precision: str = "bf16", **options: Any) -> Rooflines:
+              precision: Precision | str = Precision.BF16, **options: Any) -> Rooflines:
     """``workload`` on chip ``hw`` at every point of ``grid`` (symbols or their names to
     arrays that broadcast together, or to numbers), vectorised and compiled once.
 
@@ -149,24 +152,33 @@ def rooflines(workload: Analysis, hw: HardwareSpec | str, grid: Mapping[object, 
     if not isinstance(workload, Analysis):
         raise SymroofError(f"rooflines: expected a workload (Analysis), got "
                            f"{type(workload).__name__}")
-    spec = hardware.resolve(hw)
-    symbols, values = _grid(workload, grid)
+    return _rooflines(workload, hardware.resolve(hw), grid, Precision.parse(precision),
+                      options, checked=False)
+
+
+def _rooflines(workload: Analysis, spec: HardwareSpec, grid: Mapping[object, object],
+               precision: Precision, options: Mapping[str, Any], *, checked: bool) -> Rooflines:
+    """:func:`rooflines`; with ``checked``, the grid was checked already (a request's
+    rows) and is not checked again."""
+    symbols, values = _grid(workload, grid, checked=checked)
     r, free, exprs = _symbolic(workload, spec, precision, _b in symbols, options)
     missing = free - set(symbols)
     if missing:
         raise SymroofError(f"rooflines: no values for "
                            f"{', '.join(sorted(m.name for m in missing))}")
     shape = np.broadcast_shapes(*(np.shape(v) for v in values))
-    _check_domain(workload, symbols, values, shape)
+    if not checked:
+        _check_domain(workload, symbols, values, shape)
     keep = [i for i, s in enumerate(symbols) if s in free]
     return Rooflines(r, tuple(symbols[i] for i in keep), tuple(values[i] for i in keep), shape,
                      exprs)
 
 
-def _grid(workload: Analysis, grid: Mapping[object, object]
+def _grid(workload: Analysis, grid: Mapping[object, object], *, checked: bool = False
           ) -> tuple[tuple[sp.Symbol, ...], tuple[Any, ...]]:
     """The grid's symbols and float64 values, checked as a row of ``workload_values``:
-    known names, finite positive values, positive integers for dimensions."""
+    known names, finite positive values, positive integers for dimensions (unless
+    ``checked``: a request's rows, whose values :mod:`symroof.request` checked)."""
     if not isinstance(grid, Mapping):
         raise SymroofError(f"rooflines grid: expected a mapping of symbols to arrays, got "
                            f"{type(grid).__name__}")
@@ -181,6 +193,10 @@ def _grid(workload: Analysis, grid: Mapping[object, object]
             raise SymroofError(f"grid: {shown} is not a symbol of {workload.graph.name!r} "
                                f"(its symbols: {', '.join(sorted(by_name))})")
         a = np.asarray(float(raw) if isinstance(raw, sp.Expr) else raw, dtype=np.float64)
+        symbols.append(sym)
+        values.append(a)
+        if checked:
+            continue
         lo, hi = (a.min(), a.max()) if a.size else (1.0, 1.0)  # NaN fails both tests
         if not ((lo > 0 if sym.is_positive else lo > -np.inf) and hi < np.inf) or (
                 sym.is_integer and (a % 1).any()):
@@ -189,8 +205,6 @@ def _grid(workload: Analysis, grid: Mapping[object, object]
             x = a[np.unravel_index(int(np.argmax(bad)), a.shape)]
             kind = "a positive integer (a dimension)" if sym.is_integer else "a positive number"
             raise SymroofError(f"value of {sym}: expected {kind}, got {x}")
-        symbols.append(sym)
-        values.append(a)
     return tuple(symbols), tuple(values)
 
 
@@ -232,8 +246,8 @@ def _check_domain(workload: Analysis, symbols: tuple[sp.Symbol, ...], values: tu
 
 
 def points(workload: Analysis, rows: Iterable[Mapping[sp.Symbol, sp.Expr]], *,
-           hw: HardwareSpec | str | None = None, precision: str = "bf16",
-           **options: Any) -> Iterator[Point]:
+           hw: HardwareSpec | str | None = None, precision: Precision | str = Precision.BF16,
+           checked: bool = False, **options: Any) -> Iterator[Point]:
     """``workload`` at each row as :func:`symroof.evaluate.points` gives them (the same
     rows, order, checks and errors, the same records and ``options``), the numbers
     evaluated in float64 from the compiled formulas (SymPy ``Float``; the chip's peak,
@@ -242,27 +256,32 @@ def points(workload: Analysis, rows: Iterable[Mapping[sp.Symbol, sp.Expr]], *,
 
     Rows whose values are not all numbers, or that leave a symbol of F or Q free (or of
     the tokens, with ``hw``), or that the exact path would refuse, are the exact path's
-    own points. Every row is checked before the first is yielded.
+    own points. Every row is checked before the first is yielded; with ``checked`` the
+    rows were checked already (a request's, :mod:`symroof.request`: their values and the
+    sizes they leave the graph) and nothing is checked again.
     """
     table = list(rows)
     spec = None if hw is None else hardware.resolve(hw)
+    peak = Precision.parse(precision)
     groups: dict[tuple[object, ...], list[int]] = {}
     for i, row in enumerate(table):
         groups.setdefault(tuple(row) if isinstance(row, Mapping) else (i,), []).append(i)
     out: dict[int, Point] = {}
     for idx in groups.values():
         group = [table[i] for i in idx]
-        found = _numeric(workload, group, spec, precision, options)
-        if found is None:  # the exact path: its checks, its errors, its exact numbers
-            found = list(exact_points(workload, group, hw=spec, precision=precision,
-                                      **options))
+        found = _numeric(workload, group, spec, peak, options, checked)
+        if found is None and checked:  # the exact path; the rows were checked already
+            found = list(points_at(workload, group, spec=spec, peak=peak, **options))
+        elif found is None:  # the exact path: its checks, its errors, its exact numbers
+            found = list(exact_points(workload, group, hw=spec, precision=peak, **options))
         out.update(zip(idx, found))
     for i in range(len(table)):
         yield out[i]
 
 
-def _numeric(workload: Analysis, rows: list[Any], spec: HardwareSpec | None, precision: str,
-             options: Mapping[str, Any]) -> list[Point] | None:
+def _numeric(workload: Analysis, rows: list[Any], spec: HardwareSpec | None,
+             precision: Precision, options: Mapping[str, Any],
+             checked: bool) -> list[Point] | None:
     """Rows giving the same symbols, in floats; None where the exact path must answer."""
     keys = tuple(rows[0]) if isinstance(rows[0], Mapping) else ()
     need = workload.flops.free_symbols | workload.bytes.free_symbols
@@ -271,15 +290,34 @@ def _numeric(workload: Analysis, rows: list[Any], spec: HardwareSpec | None, pre
     if not keys or not all(isinstance(k, sp.Symbol) for k in keys) or not need <= set(keys) \
             or not all(isinstance(v, sp.Expr) and v.is_Rational for r in rows for v in r.values()):
         return None
-    list(exact_points(workload, rows[:1], precision=precision))  # names, exactly as it checks
+    if not checked:
+        list(exact_points(workload, rows[:1], precision=precision))  # names, as it checks
     grid = {k: np.array([float(r[k]) for r in rows]) for k in keys}
     try:
         if spec is None:
-            return _plain(workload, rows, grid)
-        return _with_roofline(rooflines(workload, spec, grid, precision=precision, **options),
-                              rows)
+            return _plain(workload, rows, grid, checked)
+        return _with_roofline(_rooflines(workload, spec, grid, precision, options,
+                                         checked=checked), rows)
     except SymroofError:
         return None
+
+
+def check_rows_domain(workload: Analysis, rows: Iterable[Mapping[sp.Symbol, sp.Expr]]) -> None:
+    """:func:`symroof.evaluate.check_rows_domain` over many rows at once: the sizes of the
+    graph at every row from one compiled call; the first row that leaves one zero,
+    negative or fractional goes through the exact check, whose error names it. Rows that
+    are not all numbers over the same symbols are checked one at a time, exactly."""
+    table = list(rows)
+    keys = tuple(table[0]) if table else ()
+    free = _free(workload)
+    if not table or not all(isinstance(k, sp.Symbol) and k in free for k in keys) or any(
+            tuple(r) != keys or not all(isinstance(v, sp.Expr) and v.is_Rational
+                                        for v in r.values()) for r in table):
+        _exact_rows_domain(workload, table)
+        return
+    grid = {k: np.array([float(r[k]) for r in table]) for k in keys}
+    symbols, values = _grid(workload, grid, checked=True)
+    _check_domain(workload, symbols, values, (len(table),))
 
 
 def _counts(exprs: Sequence[sp.Expr]) -> list[frozenset[sp.Symbol] | None]:
@@ -304,11 +342,12 @@ def _value(x: float, count: frozenset[sp.Symbol] | None, fractional: set[sp.Symb
     return sp.Float(x)
 
 
-def _plain(workload: Analysis, rows: list[Any], grid: Mapping[sp.Symbol, np.ndarray]
-           ) -> list[Point] | None:
+def _plain(workload: Analysis, rows: list[Any], grid: Mapping[sp.Symbol, np.ndarray],
+           checked: bool) -> list[Point] | None:
     """F, Q and I of rows without a chip."""
-    symbols, values = _grid(workload, grid)
-    _check_domain(workload, symbols, values, (len(rows),))
+    symbols, values = _grid(workload, grid, checked=checked)
+    if not checked:
+        _check_domain(workload, symbols, values, (len(rows),))
     f, q = _run((workload.flops, workload.bytes), symbols, values, (len(rows),))
     if not (np.isfinite(f).all() and np.isfinite(q).all()) or not q.all():
         return None
