@@ -1,0 +1,467 @@
+"""What every front door parses into: one frozen :class:`Request`, checked once, and its two
+entry points, :func:`analysis` and :func:`points`.
+
+A request names a workload of the registry (:mod:`symroof.workloads.registry`) with its
+options as enum members, a model, a parallel :class:`Layout`, the :class:`Numerics`
+resolved once, a chip (or None) and rows of values: ``sets`` maps symbols to their
+values, and the rows are every combination. Making one checks it all, in the order a
+reader meets it (formats, workload and options, the analysis with its model and layout,
+each value against its symbol, the chip's peak, memory level and links), so that what
+runs below takes a request that holds and checks nothing again. ``names`` spells each
+field as the front door calls it (``--set``, ``--tp``), for errors only.
+
+>>> from symroof.symbols import M
+>>> r = make("gemm", sets={"M": 8192, "N": 8192, "K": (8192, 128)}, precision="bf16")
+>>> analysis(r).intensity
+2*K*M*N/(b*(K*M + K*N + M*N))
+>>> [str(p.intensity) for p in points(r)]
+['8192/3', '4096/33']
+>>> make("gemm", sets={M: 0})
+Traceback (most recent call last):
+...
+symroof.errors.SymroofError: sets M: expected a positive integer (a dimension), got 0
+"""
+
+from __future__ import annotations
+
+# imports inside functions: the library below the front doors (graphs, models, chips,
+# evaluation) loads when a request is made, not when this module is imported, so that a
+# front door parses its input without networkx, numpy or jinja2 (tests/project/
+# test_lazy_import.py); the compiled path loads numpy only when it runs.
+
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import sympy as sp
+
+from symroof.errors import SymroofError
+from symroof.options import ExpertReads, option
+from symroof.precision import Numerics, Precision
+from symroof.workloads import registry
+
+if TYPE_CHECKING:
+    from symroof.analysis import Analysis
+    from symroof.evaluate import Point
+    from symroof.hardware import HardwareSpec
+    from symroof.models import TransformerModel
+
+__all__ = ["Layout", "Request", "make", "analysis", "points", "rows", "row_count", "spec",
+           "model", "load_model", "refuse_unused", "MANY_ROWS", "check_sets", "parse_sets", "product", "Rows"]
+
+#: A request's values: each symbol with the values it takes (rows are their product).
+Rows = tuple[tuple[sp.Symbol, tuple[sp.Expr, ...]], ...]
+
+#: How a field is called where nothing else is said (the Python API).
+_PLAIN = {"sets": "sets", "chip": "hardware", "model": "model", "tp": "tp", "pp": "pp",
+          "microbatches": "microbatches", "expert_reads": "expert_reads",
+          "precision": "precision", "weights": "weights", "kv_cache": "kv_cache",
+          "activations": "activations", "level": "level", "workload": "workload"}
+
+_KINDS = ("weights", "kv_cache", "activations")
+
+#: From this many rows, a request's sizes are checked at once from compiled formulas (the
+#: command line's text output evaluates them on the compiled path too).
+MANY_ROWS = 64
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a model is served: tensor-parallel devices, pipeline stages, micro-batches per
+    step, and which routed experts' weights a step reads."""
+
+    tp: int = 1
+    pp: int = 1
+    microbatches: int = 1
+    expert_reads: ExpertReads = ExpertReads.ALL
+
+    def changed(self) -> tuple[str, ...]:
+        """The fields that differ from the defaults."""
+        return tuple(f for f in ("tp", "pp", "microbatches", "expert_reads")
+                     if getattr(self, f) != getattr(_DEFAULT_LAYOUT, f))
+
+
+_DEFAULT_LAYOUT = Layout()
+
+
+@dataclass(frozen=True)
+class Request:
+    """One question, as every front door asks it: a workload, with its options, model,
+    layout, number formats and chip, at rows of values. Made through :func:`make` (which
+    takes loose input: names, strings, plain numbers); a Request is checked when made."""
+
+    workload: str
+    options: tuple[tuple[str, object], ...] = ()
+    model: str | TransformerModel | None = None
+    layout: Layout = _DEFAULT_LAYOUT
+    numerics: Numerics = Numerics()
+    chip: str | HardwareSpec | None = None
+    sets: Rows = ()
+    unit: str | None = None
+    level: str | None = None
+    link: str | None = None
+    efficiency: sp.Expr = sp.Integer(1)
+    reserve: sp.Expr = sp.Integer(0)
+    names: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+    def name(self, key: str) -> str:
+        """How the front door calls field ``key`` (``--set`` on the command line)."""
+        return dict(self.names).get(key) or _PLAIN.get(key) or key
+
+    @property
+    def free(self) -> frozenset[sp.Symbol]:
+        """The symbols of the analysis's F, Q and tokens (those values may be given for)."""
+        from symroof.evaluate import workload_symbols  # see the note at the top
+
+        return workload_symbols(analysis(self))
+
+    def fill(self) -> dict[sp.Symbol, sp.Expr]:
+        """``b`` at the numerics' bytes per value where the analysis keeps it free and no
+        row gives it: what each row is evaluated with (and shows)."""
+        from symroof.symbols import b  # see the note at the top
+
+        given = {k for k, _ in self.sets}
+        return {b: self.numerics.b} if b in self.free and b not in given else {}
+
+
+# -- checks, once -----------------------------------------------------------------------
+
+
+def refuse_unused(entry: registry.Entry, given: Iterable[str],
+                  names: Mapping[str, str] | None = None) -> None:
+    """Refuse a field (an option, ``model``, a layout field, a per-kind format) given for
+    a workload that does not take it: an error naming it, never ignored."""
+    spell = {**_PLAIN, **(names or {})}
+    takes = _takes(entry)
+    for key in given:
+        if key not in takes:
+            shown = ", ".join(spell.get(t, t) for t in takes) or "none"
+            raise SymroofError(f"{spell.get(key, key)}: workload {entry.name!r} does not use "
+                               f"it (its options: {shown})")
+
+
+def _takes(entry: registry.Entry) -> tuple[str, ...]:
+    """Every field ``entry`` takes beyond its symbols, in the order help lists them."""
+    model = ("model",) if entry.model else ()
+    kinds = _KINDS if entry.model else ()
+    return (*model, *entry.options, *entry.layout, *kinds)
+
+
+def _check(r: Request) -> None:
+    """Everything a request holds, checked once, in the order a reader meets it."""
+    entry = registry.get(r.workload)
+    if not isinstance(r.numerics, Numerics) or not isinstance(r.layout, Layout):
+        raise SymroofError("request: numerics and layout must be Numerics and Layout")
+    given = [k for k, _ in r.options] + (["model"] if r.model is not None else []) \
+        + list(r.layout.changed()) + ([k for k in _KINDS] if r.numerics.per_kind else [])
+    refuse_unused(entry, given, dict(r.names))
+    entry.check(dict(r.options), r.name("workload"))
+    a = analysis(r)  # the model, its layout and the builder's own checks
+    _check_sets(r, a)
+    _check_chip(r, a)
+
+
+def _check_sets(r: Request, a: Analysis) -> None:
+    """The request's values (:func:`check_sets`), the number of rows within the budget,
+    and the sizes every row leaves the graph (none zero, negative or fractional)."""
+    from symroof.budget import check_rows  # see the note at the top
+
+    seen: set[object] = set()
+    for sym, _ in r.sets:
+        if sym in seen:
+            raise SymroofError(f"{r.name('sets')} {getattr(sym, 'name', sym)}: set more "
+                               "than once")
+        seen.add(sym)
+    check_sets(dict(r.sets), r.free, what=r.name("sets"), workload=r.workload)
+    check_rows([(k.name, len(v)) for k, v in r.sets], r.name("sets"))
+    if row_count(r) < MANY_ROWS:  # each row leaves the graph's sizes positive
+        from symroof.evaluate import check_rows_domain  # see the note at the top
+
+        check_rows_domain(a, rows(r))
+    else:  # at once, from the compiled sizes (numpy: only for many rows)
+        from symroof.numeric import check_rows_domain as check_many
+
+        check_many(a, rows(r))
+
+
+def check_sets(sets: Mapping[sp.Symbol, Sequence[sp.Expr]], free: Iterable[sp.Symbol], *,
+               what: str = "sets", workload: str = "the workload") -> None:
+    """Each symbol one of ``free`` (else an error naming those ``workload`` uses), each
+    value fit for its symbol (:func:`symroof.evaluate.check_value`, the one rule): what
+    every front door's values meet, once."""
+    from symroof.evaluate import check_value  # see the note at the top
+
+    free = frozenset(free)
+    used = ", ".join(sorted(x.name for x in free)) or "none"
+    for sym, values in sets.items():
+        if not isinstance(sym, sp.Symbol) or sym not in free:
+            shown = getattr(sym, "name", sym)
+            raise SymroofError(f"{what} {shown}: {workload} does not use {shown} "
+                               f"(its symbols: {used})")
+        for v in values:
+            check_value(sym, v, f"{what} {sym.name}")
+
+
+def parse_sets(items: Sequence[str], free: Iterable[sp.Symbol], *, what: str = "sets",
+               workload: str = "the workload") -> dict[sp.Symbol, tuple[sp.Expr, ...]]:
+    """``NAME=V[,V...]`` texts (the safe parser's syntax; ``8k`` is 8000, ``8Ki`` 8192)
+    over the canonical symbols and ``free``, checked (:func:`check_sets`)."""
+    from symroof.parse import parse_assignments  # see the note at the top
+    from symroof.symbols import CANONICAL  # likewise
+
+    free = frozenset(free)
+    table: dict[str, sp.Basic] = dict(CANONICAL)
+    table.update({x.name: x for x in free})
+    sets = parse_assignments(items, table, what=what)
+    check_sets(sets, free, what=what, workload=workload)
+    return sets
+
+
+def product(sets: Mapping[sp.Symbol, Sequence[sp.Expr]], what: str = "sets"
+            ) -> Iterator[dict[sp.Symbol, sp.Expr]]:
+    """One assignment per combination of the values, in the order given, made one at a
+    time; their number is checked against the rows limit before the first is made."""
+    from symroof.budget import check_rows  # see the note at the top
+
+    keys = list(sets)
+    check_rows([(k.name, len(sets[k])) for k in keys], what)
+    return (dict(zip(keys, combo)) for combo in itertools.product(*(sets[k] for k in keys)))
+
+
+def _check_chip(r: Request, a: Analysis) -> None:
+    """The chip's figures a request needs, once, before any row: a peak at the numerics'
+    peak format, the memory level, and links where the layout shards the model."""
+    if r.chip is None:
+        return
+    hw = spec(r)
+    peak = r.numerics.peak
+    flag = r.name("activations" if r.numerics.peak_from == "activations" else "precision")
+    try:
+        hw.peak(peak, unit=r.unit, ops_per_mac=a.convention.flop_count.ops_per_mac)
+    except SymroofError:
+        offers = ", ".join(hw.precisions(r.unit))
+        hint = " (4-bit weights with 16-bit compute: --weights int4)" \
+            if peak in (Precision.INT4, Precision.FP4) else ""
+        raise SymroofError(f"{flag} {peak}: {hw.name} has no peak for {peak}; it offers "
+                           f"{offers}{hint}") from None
+    hw.bandwidth(r.level)
+    sharded = [f for f in ("tp", "pp") if getattr(r.layout, f) != 1]
+    if sharded and not hw.interconnects:
+        raise SymroofError(f"{r.name(sharded[0])} {getattr(r.layout, sharded[0])}: {hw.name} "
+                           "lists no interconnect (give a chip file with an "
+                           "[interconnect.*] table)")
+
+
+# -- what a request builds ------------------------------------------------------------
+
+
+def model(r: Request) -> TransformerModel | None:
+    """The request's model with its per-kind formats (None for a workload without one)."""
+    if not registry.get(r.workload).model:
+        return None
+    return _model(r.model, r.numerics)
+
+
+@lru_cache(maxsize=16)
+def _model(spec_: str | TransformerModel | None, numerics: Numerics) -> TransformerModel:
+    from symroof.models import TransformerModel  # see the note at the top
+
+    m = spec_ if isinstance(spec_, TransformerModel) else load_model(spec_)
+    if not numerics.per_kind:
+        return m
+    return m.with_precision(weights=numerics.weights, kv_cache=numerics.kv_cache,
+                            activations=numerics.activations)
+
+
+def load_model(text: str | None) -> TransformerModel:
+    """A model from its spec: a preset name in any case, a config.json, or a folder
+    holding one; None is the seeds' symbolic model (L, D, H)."""
+    import os  # see the note at the top
+
+    from symroof import symbols as s  # likewise
+    from symroof.models import names, resolve, transformer  # likewise
+
+    if text is None:
+        return transformer(name="symbolic", layers=s.L, d_model=s.D, heads=s.H)
+    if not isinstance(text, str):
+        raise SymroofError(f"model: expected a preset name, a config.json or a model, got "
+                           f"{type(text).__name__}")
+    if os.path.isdir(text):
+        path = os.path.join(text, "config.json")
+        if not os.path.isfile(path):
+            raise SymroofError(f"--model {text}: a folder, but it holds no config.json")
+        return resolve(path)
+    lower = {n.lower(): n for n in names()}
+    return resolve(lower.get(text.lower(), text) if not text.endswith(".json") else text)
+
+
+def spec(r: Request) -> HardwareSpec:
+    """The request's chip (a request without one is an error)."""
+    from symroof import hardware  # see the note at the top
+
+    if r.chip is None:
+        raise SymroofError(f"{r.workload}: the request names no chip")
+    return hardware.resolve(r.chip)
+
+
+def analysis(r: Request) -> Analysis:
+    """The request's workload, built once per workload, options, model, layout and formats.
+
+    >>> a = analysis(make("decode", model="seed-6.4b"))
+    >>> a.graph.name
+    'seed-6.4b-decode'
+    """
+    return _analysis(r.workload, r.options, r.model, r.layout, r.numerics,
+                     tuple(sorted(r.names)))
+
+
+@lru_cache(maxsize=16)
+def _analysis(workload: str, options: tuple[tuple[str, object], ...],
+              model_: str | TransformerModel | None, layout: Layout, numerics: Numerics,
+              names: tuple[tuple[str, str], ...]) -> Analysis:
+    entry = registry.get(workload)
+    opts = entry.keywords(entry.check(dict(options), "workload"))
+    if not entry.model:
+        return entry.builder(*entry.arguments(), **opts)
+    from symroof.workloads.parallel import check_layout  # see the note at the top
+
+    m = _model(model_, numerics)
+    spell = {**_PLAIN, **dict(names)}
+    lay = {k: getattr(layout, k) for k in entry.layout}
+    if entry.layout:
+        check_layout(m, tp=layout.tp, pp=layout.pp, microbatches=layout.microbatches,
+                     names=(spell["tp"], spell["pp"], spell["microbatches"]))
+    return entry.builder(m, *entry.arguments(), **opts, **lay)
+
+
+def rows(r: Request) -> Iterator[dict[sp.Symbol, sp.Expr]]:
+    """Each row of values, in the order given, with ``b`` filled in where the analysis
+    keeps it free (:meth:`Request.fill`); made one at a time."""
+    fill = r.fill()
+    return ({**row, **fill} for row in product(dict(r.sets), r.name("sets")))
+
+
+def row_count(r: Request) -> int:
+    """How many rows the request has."""
+    n = 1
+    for _, values in r.sets:
+        n *= len(values)
+    return n
+
+
+def points(r: Request, *, compiled: bool = False) -> Iterator[Point]:
+    """The request's rows evaluated (:class:`symroof.evaluate.Point`, with the roofline
+    on its chip): exactly, or with ``compiled`` in float64 from compiled formulas
+    (:mod:`symroof.numeric`). The rows were checked when the request was made; nothing is
+    checked again."""
+    a = analysis(r)
+    hw = None if r.chip is None else spec(r)
+    options = _roofline_options(r) if hw is not None else {}
+    if compiled:
+        from symroof import compiled as fast  # numpy: only on this path
+
+        return fast.points(a, rows(r), hw=hw, precision=r.numerics.peak, checked=True,
+                           **options)
+    from symroof.evaluate import points_at  # see the note at the top
+
+    return points_at(a, rows(r), spec=hw, peak=r.numerics.peak, **options)
+
+
+def _roofline_options(r: Request) -> dict[str, Any]:
+    """What the roofline of each row takes beyond the values: the memory level, link,
+    efficiency and reserve; a prefill's cache (it writes the cache it then holds); no
+    footprint for a training step (its memory is symroof train's)."""
+    opts: dict[str, Any] = {"unit": r.unit, "level": r.level, "efficiency": r.efficiency,
+                            "link": r.link, "reserve": r.reserve,
+                            "footprint": r.workload != "training"}
+    if r.workload == "prefill":
+        from symroof.serving import kv_cache_per_device  # see the note at the top
+        from symroof.symbols import B, S  # likewise
+
+        m = model(r)
+        assert m is not None  # a model workload
+        opts["kv_cache"] = kv_cache_per_device(m, batch=B, context=S, tp=r.layout.tp,
+                                               pp=r.layout.pp)
+    return opts
+
+
+# -- loose input in -----------------------------------------------------------------------
+
+
+def make(workload: str, *, options: Mapping[str, object] | None = None,
+         model: str | TransformerModel | None = None, tp: object = 1, pp: object = 1,
+         microbatches: object = 1, expert_reads: ExpertReads | str = ExpertReads.ALL,
+         precision: Precision | str | None = None, weights: Precision | str | None = None,
+         kv_cache: Precision | str | None = None, activations: Precision | str | None = None,
+         chip: str | HardwareSpec | None = None,
+         sets: Mapping[object, object] | Sequence[str] | None = None,
+         unit: str | None = None, level: str | None = None, link: str | None = None,
+         efficiency: object = 1, reserve: object = 0, numerics: Numerics | None = None,
+         names: Mapping[str, str] | None = None) -> Request:
+    """A checked :class:`Request` from loose input: the formats resolved once
+    (:meth:`Numerics.resolve`), options by name or member, ``sets`` as ``NAME=V[,V...]``
+    texts (the safe parser's syntax) or a mapping of symbols or their names to a value or
+    a sequence of values; ``numerics``, resolved by the caller, stands for the four
+    formats. ``names`` spells the fields in errors (the CLI's flags)."""
+    spell = {**_PLAIN, **(names or {})}
+    if numerics is None:
+        numerics = Numerics.resolve(precision=precision, weights=weights, kv_cache=kv_cache,
+                                    activations=activations, names=spell)
+    elif any(x is not None for x in (precision, weights, kv_cache, activations)):
+        raise SymroofError("request: give numerics or the formats, not both")
+    entry = registry.get(workload)
+    opts = tuple(entry.check(options or {}, spell["workload"]).items())
+    layout = Layout(_count(tp, spell["tp"]), _count(pp, spell["pp"]),
+                    _count(microbatches, spell["microbatches"]),
+                    option(ExpertReads, expert_reads, spell["expert_reads"]))
+    from symroof.ir import as_expr  # see the note at the top
+
+    common: dict[str, Any] = dict(
+        workload=workload, options=opts, model=model, layout=layout, numerics=numerics,
+        chip=chip, unit=unit, level=level, link=link,
+        efficiency=as_expr(efficiency, "efficiency"), reserve=as_expr(reserve, "reserve"),
+        names=tuple(sorted((names or {}).items())))
+    bare = Request(**common)  # checked without values: their names need the analysis
+    if not sets:
+        return bare
+    return Request(**{**common, "sets": _sets(bare, sets)})
+
+
+def _count(value: object, what: str) -> int:
+    if isinstance(value, sp.Integer):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SymroofError(f"{what}: expected a positive integer, got {value!r}")
+    return value
+
+
+def _sets(bare: Request, sets: Mapping[object, object] | Sequence[str]) -> Rows:
+    """``sets`` as symbols of the analysis with their values (parsed, not yet checked:
+    the Request checks them)."""
+    from symroof.ir import as_expr  # see the note at the top
+    from symroof.parse import parse_assignment, parse_assignments  # likewise
+    from symroof.symbols import CANONICAL  # likewise
+
+    table: dict[str, sp.Basic] = dict(CANONICAL)
+    table.update({x.name: x for x in bare.free})
+    what = bare.name("sets")
+    if isinstance(sets, str) or not isinstance(sets, Mapping):
+        return tuple(parse_assignments(sets, table, what=what).items())
+    out: dict[sp.Symbol, tuple[sp.Expr, ...]] = {}
+    for key, raw in sets.items():
+        name = key.name if isinstance(key, sp.Symbol) else key
+        sym = table.get(name) if isinstance(name, str) else None
+        if not isinstance(sym, sp.Symbol) or (isinstance(key, sp.Symbol) and key != sym):
+            raise SymroofError(f"{what} {key}: not a symbol of {bare.workload} (its symbols: "
+                               f"{', '.join(sorted(x.name for x in bare.free)) or 'none'})")
+        if isinstance(raw, str):
+            out[sym] = parse_assignment(f"{name}={raw}", table, what=what)[1]
+            continue
+        many = raw if isinstance(raw, (list, tuple)) else (raw,)
+        out[sym] = tuple(as_expr(v, f"{what} {name}") for v in many)
+    return tuple(out.items())
