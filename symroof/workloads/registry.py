@@ -39,8 +39,8 @@ from symroof.options import option
 if TYPE_CHECKING:
     from symroof.analysis import Analysis
 
-__all__ = ["Option", "Entry", "ENTRIES", "LAYOUT", "IMPLIES", "names", "get", "build",
-           "all_options"]
+__all__ = ["Option", "Entry", "ENTRIES", "LAYOUT", "IMPLIES", "HELP", "names", "get", "build",
+           "all_options", "takers"]
 
 #: Keyword-only parameters that are a model's parallel layout (a request's ``layout``).
 LAYOUT = ("tp", "pp", "microbatches", "expert_reads")
@@ -48,6 +48,15 @@ LAYOUT = ("tp", "pp", "microbatches", "expert_reads")
 #: Giving the first option sets another where the builder takes both and the other is
 #: not given: how the S x S matrices cross when unfused makes attention unfused.
 IMPLIES: Mapping[str, tuple[str, object]] = MappingProxyType({"unfused": ("fused", False)})
+
+
+#: What the options that are not enums set (an enum's own docstring says it for the others).
+HELP: Mapping[str, str] = MappingProxyType({
+    "fused": "attention in one kernel: the S x S matrices stay on chip",
+    "projections": "add the Q, K, V and output projections (the input is the layer's x)",
+    "kv_write": "count the write of each step's new K and V entries",
+    "flops_per_element": "FLOPs per output value",
+})
 
 
 @dataclass(frozen=True)
@@ -73,10 +82,14 @@ class Option:
 
     @property
     def help(self) -> str:
-        """What the option sets: the enum's docstring up to its parenthesis."""
+        """What the option sets: the enum's docstring up to its parenthesis (a flag's or a
+        number's from :data:`HELP`)."""
         doc = inspect.getdoc(self.kind) if issubclass(self.kind, StrEnum) else None
-        first = (doc or self.name.replace("_", " ")).split("\n")[0].split(" (")[0]
-        return first[:1].lower() + first[1:].rstrip(".")
+        first = (doc or HELP.get(self.name) or self.name.replace("_", " "))
+        first = first.split("\n")[0].split(" (")[0]
+        if first[1:2].islower():  # "How a ..." reads "how a ...", "FLOPs" stays
+            first = first[:1].lower() + first[1:]
+        return first.rstrip(".")
 
     def value(self, raw: object, what: str) -> object:
         """``raw`` as this option's value (an enum member, a bool, a non-negative int);
