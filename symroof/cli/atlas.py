@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import sympy as sp
@@ -19,22 +18,20 @@ from symroof import symbols as s
 from symroof.analysis import Analysis
 from symroof.atlas import AtlasBudget, atlas, family
 from symroof.cli.common import (Command, Output, add_workload_options, build_workload,
-                                parse_sets)
+                                load_model, numerics_of, parse_sets, request_of)
 from symroof.errors import SymroofError
-from symroof.hardware import UNITS
-from symroof.models import TransformerModel, resolve, transformer
-from symroof.precision import bytes_per_value
 from symroof.files import write_text
+from symroof.hardware import UNITS
+from symroof.models import TransformerModel
+from symroof.precision import Precision
 from symroof.present.atlas import atlas_doc, atlas_lines, family_doc, family_lines
 from symroof.present.atlas_report import atlas_page
 from symroof.present.commands import dumps
-from symroof.workloads import decode, prefill, training
+from symroof.request import analysis, make
+from symroof.workloads import registry
 
 __all__ = ["COMMANDS"]
 
-#: Workloads built from a model, which ``--compare`` and ``--textbook`` need.
-_MODEL_WORKLOADS: dict[str, Callable[..., Analysis]] = {
-    "decode": decode, "prefill": prefill, "training": training}
 #: ``--compare`` kinds: the keywords of ``TransformerModel.with_precision``.
 _KINDS = ("weights", "kv_cache", "activations")
 
@@ -69,16 +66,17 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 def _model(args: argparse.Namespace) -> TransformerModel:
-    if args.workload not in _MODEL_WORKLOADS:
+    if not registry.get(args.workload).model:
+        takes = ", ".join(e.name for e in registry.ENTRIES.values() if e.model)
         raise SymroofError(f"--compare and --textbook need a model workload "
-                           f"({', '.join(_MODEL_WORKLOADS)}), got {args.workload!r}")
-    if args.model is None:  # the seeds' symbolic model, as the other commands build it
-        return transformer(name="symbolic", layers=s.L, d_model=s.D, heads=s.H)
-    return resolve(args.model)
+                           f"({takes}), got {args.workload!r}")
+    return load_model(args.model)  # None: the seeds' symbolic model, as the others build it
 
 
 def _build(args: argparse.Namespace, model: TransformerModel) -> Analysis:
-    return _MODEL_WORKLOADS[args.workload](model, s.B, s.S, flop_count=args.flop_count)
+    """The workload over ``model`` (a model object: its formats as they are)."""
+    r = request_of(args)
+    return analysis(make(r.workload, options=dict(r.options), model=model))
 
 
 def _symbols(text: str, wl: Analysis) -> list[sp.Symbol]:
@@ -97,9 +95,8 @@ def _compare(text: str) -> tuple[str, list[str]]:
     if not sep or kind not in _KINDS or not values:
         raise SymroofError(f"--compare {text!r}: expected KIND=P1,P2 with KIND one of "
                            f"{', '.join(_KINDS)}, e.g. weights=bf16,fp8,int4")
-    formats = [v.strip() for v in values.split(",")]
-    for f in formats:
-        bytes_per_value(f)
+    formats = [Precision.parse(v.strip(), f"--compare {kind}").value
+               for v in values.split(",")]
     return kind, formats
 
 
@@ -132,9 +129,10 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         if len(v) != 1:
             raise SymroofError(f"--set {k.name}: atlas takes one value per symbol, got {len(v)}")
         values[k] = v[0]
-    precisions = args.precision or ["bf16"]
+    numerics = numerics_of(args)  # the first --precision sets b (default bf16)
+    precisions = args.precision or [numerics.values.value]
     if s.b in free and s.b not in values:
-        values[s.b] = bytes_per_value(precisions[0])
+        values[s.b] = numerics.b
     options: dict[str, Any] = dict(
         over=None if args.over is None else _symbols(args.over, wl), hardware=args.hardware or (),
         precisions=precisions, levels=args.level, unit=args.unit, budget=_budget(args),

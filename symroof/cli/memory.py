@@ -4,22 +4,18 @@ many sequences fit), both from the sharded decode graph of a model."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from symroof.cli.base import Command, Output
-from symroof.cli.common import (DEFAULT_PRECISION, add_layout_options, add_model_options,
-                                check_precision, layout_of, model_of, number_arg, parse_sets,
-                                rows)
-from symroof.cli.derive import resolve_chip
+from symroof.cli.common import (CLI_NAMES, add_layout_options, add_model_options, given,
+                                number_arg, numerics_of, parse_sets)
 from symroof.errors import SymroofError
-from symroof.evaluate import roofline
-from symroof.models import TransformerModel
-from symroof.precision import bytes_per_value
+from symroof.precision import DEFAULT
 from symroof.present.commands import capacity_doc, capacity_lines, dumps, memory_doc, memory_lines
 from symroof.present.records import to_text
+from symroof.request import Request, make, model, points, spec
 from symroof.serving import max_sequences
-from symroof.symbols import B, S, b
-from symroof.workloads import decode
-from symroof.workloads.parallel import check_layout
+from symroof.symbols import B, S
 
 __all__ = ["COMMANDS"]
 
@@ -32,7 +28,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     add_model_options(p)
     p.add_argument("--precision", default=None,
                    help=f"bytes per value of every tensor kind not given (default "
-                   f"{DEFAULT_PRECISION})")
+                   f"{DEFAULT})")
     p.add_argument("--reserve", default=None, help="share of each device's memory kept back "
                    "(runtime, activations, fragmentation; default 0, vLLM keeps 0.1)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -50,26 +46,30 @@ def _configure_capacity(p: argparse.ArgumentParser) -> None:
                    help="positions per sequence (8k is 8000, 8Ki 8192); several make rows")
 
 
-def _setup(args: argparse.Namespace) -> tuple[TransformerModel, str, dict[str, object]]:
-    check_precision(args)
-    m = model_of(args)
-    lay = layout_of(args)
-    check_layout(m, tp=lay["tp"], pp=lay["pp"], microbatches=lay["microbatches"],
-                 names=("--tp", "--pp", "--microbatches"))
-    return m, args.precision or DEFAULT_PRECISION, lay
+def _request(args: argparse.Namespace, sets: list[str] | None = None) -> Request:
+    """A decode step of the model on the chip, as the request every command makes. Its
+    peak is at b's format, not the activations': memory shows no time, so any chip holds
+    it (a chip without an fp8 peak still holds fp8 activations)."""
+    n = numerics_of(args)
+    layout = {k: getattr(args, k) for k in ("tp", "pp", "microbatches", "expert_reads")
+              if given(args, k)}
+    return make("decode", model=args.model, chip=args.hardware, sets=sets,
+                numerics=dataclasses.replace(n, peak=n.values, peak_from="precision"),
+                reserve=number_arg(args.reserve, "--reserve", 0), names=CLI_NAMES, **layout)
 
 
 def _run_memory(args: argparse.Namespace, out: Output) -> int:
-    m, precision, lay = _setup(args)
-    hw = resolve_chip(args)
-    wl = decode(m, B, S, **lay)  # type: ignore[arg-type]
-    free = wl.flops.free_symbols | wl.bytes.free_symbols
-    sets = parse_sets(args.set or [], {x for x in free if x in (B, S)} | {B, S},
-                      workload="memory")
-    fill = {b: bytes_per_value(precision)} if b in free else {}
-    reserve = number_arg(args.reserve, "--reserve", 0)
-    found = [(row, roofline(wl, hw, precision=precision, subs={**row, **fill}, reserve=reserve))
-             for row in rows(sets)]
+    for item in args.set or []:  # memory takes the batch and the context only
+        name = item.partition("=")[0].strip()
+        if name not in ("B", "S"):
+            raise SymroofError(f"--set {name}: memory does not use {name} (its symbols: B, S)")
+    r = _request(args, args.set or [])
+    m = model(r)
+    assert m is not None  # decode takes a model
+    found = []
+    for p in points(r):
+        assert p.roofline is not None  # the request names a chip
+        found.append(({k: v for k, v in p.values.items() if k in (B, S)}, p.roofline))
     if args.json:
         out(dumps(memory_doc(to_text(m), found)))
         return 0
@@ -79,14 +79,14 @@ def _run_memory(args: argparse.Namespace, out: Output) -> int:
 
 
 def _run_capacity(args: argparse.Namespace, out: Output) -> int:
-    m, precision, lay = _setup(args)
-    hw = resolve_chip(args)
-    if lay["microbatches"] != 1:
+    r = _request(args)
+    m, hw = model(r), spec(r)
+    assert m is not None  # decode takes a model
+    if r.layout.microbatches != 1:
         raise SymroofError("--microbatches: capacity counts sequences, not micro-batches")
     contexts = parse_sets([f"S={args.context}"], {S}, workload="--context")[S]
-    reserve = number_arg(args.reserve, "--reserve", 0)
-    found = [max_sequences(m, hw, context=c, tp=lay["tp"], pp=lay["pp"], reserve=reserve,
-                           precision=precision) for c in contexts]
+    found = [max_sequences(m, hw, context=c, tp=r.layout.tp, pp=r.layout.pp,
+                           reserve=r.reserve, precision=r.numerics.values) for c in contexts]
     pairs = list(zip(contexts, found))
     if args.json:
         out(dumps(capacity_doc(to_text(m), hw.name, pairs)))

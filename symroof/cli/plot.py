@@ -17,19 +17,19 @@ import sympy as sp
 
 from symroof import hardware
 from symroof.cli.base import Command, Output
-from symroof.cli.common import WORKLOADS, build_workload, choices, parse_sets, rows
+from symroof.cli.common import CLI_NAMES, add_option_flags, build_workload, parse_sets, request_of
 from symroof.errors import SymroofError
-from symroof.evaluate import evaluate
 from symroof.files import write_text
 from symroof.hardware import UNITS
-from symroof.options import FlopCount, Lowering, Unfused
 from symroof.parse import parse_expr
-from symroof.precision import bytes_per_value
+from symroof.precision import Numerics
 from symroof.present.charts import (CurveChart, RooflineChart, curve_pgfplots, curve_svg,
                                     roofline_pgfplots, roofline_svg)
 from symroof.present.commands import at
+from symroof.request import points
 from symroof.solve import crossover_curve
 from symroof.symbols import CANONICAL, b
+from symroof.workloads import registry
 
 __all__ = ["COMMANDS"]
 
@@ -38,7 +38,7 @@ _SAMPLES = 48
 
 def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("kind", choices=["roofline", "crossover"])
-    p.add_argument("workload", nargs="?", default=None, help=", ".join(WORKLOADS))
+    p.add_argument("workload", nargs="?", default=None, help=", ".join(registry.names()))
     p.add_argument("--out", required=True, help="FILE.svg or FILE.tex")
     p.add_argument("--hardware", default=None, help="roofline: the chip")
     p.add_argument("--precision", default="bf16",
@@ -53,11 +53,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from", dest="lo", default="1", help="crossover: smallest x")
     p.add_argument("--to", dest="hi", default="512", help="crossover: largest x")
     p.add_argument("--title", default=None)
-    # the workload's shaping options, as derive declares them (None: the workload's default)
-    p.add_argument("--flop-count", dest="flop_count", default=None, choices=choices(FlopCount))
-    p.add_argument("--flops-per-element", type=int, default=None)
-    p.add_argument("--lowering", default=None, choices=choices(Lowering))
-    p.add_argument("--unfused", default=None, choices=choices(Unfused))
+    add_option_flags(p)  # the workload's options, as derive declares them (the registry's)
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
 
 
@@ -73,20 +69,18 @@ def _roofline(args: argparse.Namespace) -> RooflineChart:
     if not ceilings:
         raise SymroofError(f"--precision: {chip.name} has no peak for {args.precision}; it "
                            f"offers {', '.join(chip.precisions())}")
-    points = []
-    if args.workload is not None:
-        wl = build_workload(args)
-        sets = parse_sets(args.set or [], wl.flops.free_symbols | wl.bytes.free_symbols)
-        sets.setdefault(b, (bytes_per_value(precisions[0]),))
-        peak, bw = chip.peak(precisions[0]), chip.bandwidth()
-        for values in rows(sets):
-            intensity = evaluate(wl.intensity, values)
-            if intensity.free_symbols:
-                names = ", ".join(sorted(s.name for s in intensity.free_symbols))
+    placed = []
+    if args.workload is not None:  # b at the first precision; the peak of its ceiling
+        numerics = Numerics.resolve(precision=precisions[0], names=CLI_NAMES)
+        r = request_of(args, numerics=numerics, sets=args.set or [])
+        peak, bw = chip.peak(numerics.peak), chip.bandwidth()
+        for p in points(r):
+            if p.intensity.free_symbols:
+                names = ", ".join(sorted(s.name for s in p.intensity.free_symbols))
                 raise SymroofError(f"--set: give values for {names} to place a point")
-            label = at({k: v for k, v in values.items() if k != b}) or args.workload
-            points.append((label, float(intensity), float(sp.Min(peak, bw * intensity))))
-    return RooflineChart(args.title or chip.display_name, roofs, ceilings, points)
+            label = at({k: v for k, v in p.values.items() if k != b}) or args.workload
+            placed.append((label, float(p.intensity), float(sp.Min(peak, bw * p.intensity))))
+    return RooflineChart(args.title or chip.display_name, roofs, ceilings, placed)
 
 
 def _crossover(args: argparse.Namespace) -> CurveChart:

@@ -22,12 +22,14 @@ from symroof.errors import SymroofError
 from symroof.evaluate import Point, Roofline
 from symroof.present.formula import latex, text
 from symroof.present.numbers import json_number, text_number
+from symroof.request import Request
 from symroof.present.records import (gigabytes, memory_line, seconds, serving_lines, to_dict,
                                      to_text)
 from symroof.serving import Capacity, Speculation
 from symroof.solve import Crossover
 
 __all__ = ["FORMATS", "formula", "formula_line", "dumps", "derive_json", "derive_lines",
+           "request_doc",
            "limit_doc", "limit_lines", "crossover_doc", "crossover_lines", "at", "ServingRow",
            "memory_doc", "memory_lines", "capacity_doc", "capacity_lines", "SERVED"]
 
@@ -86,11 +88,34 @@ def _subs(values: Mapping[sp.Symbol, sp.Expr]) -> dict[str, object]:
 # -- derive / eval -----------------------------------------------------------------
 
 
-def derive_json(name: str, wl: Analysis, points: Iterable[Point | ServingRow]) -> dict[str, Any]:
-    """``symroof derive|eval --json``: the formulas and one row per point."""
+def request_doc(r: Request) -> dict[str, Any]:
+    """The request a command ran, as JSON: what a reader needs to ask it again."""
+    chip = r.chip if r.chip is None or isinstance(r.chip, str) else r.chip.name
+    model = r.model if r.model is None or isinstance(r.model, str) else r.model.name
+    n = r.numerics
+    return {"workload": r.workload,
+            "options": {k: v if isinstance(v, (bool, int)) else str(v) for k, v in r.options},
+            "model": model,
+            "layout": {"tp": r.layout.tp, "pp": r.layout.pp,
+                       "microbatches": r.layout.microbatches,
+                       "expert_reads": str(r.layout.expert_reads)},
+            "numerics": {"weights": str(n.weights), "kv_cache": str(n.kv_cache),
+                         "activations": str(n.activations), "peak": str(n.peak),
+                         "b": str(n.values), "per_kind": n.per_kind},
+            "hardware": chip, "unit": r.unit, "level": r.level, "link": r.link,
+            "efficiency": json_number(r.efficiency), "reserve": json_number(r.reserve),
+            "sets": {k.name: [json_number(v) for v in values] for k, values in r.sets}}
+
+
+def derive_json(name: str, wl: Analysis, points: Iterable[Point | ServingRow], *,
+                request: Request | None = None) -> dict[str, Any]:
+    """``symroof derive|eval --json``: the formulas, one row per point, and the request
+    that made them."""
     doc: dict[str, Any] = {"workload": name, "convention": to_text(wl.convention),
                            "flops": str(wl.flops), "bytes": str(wl.bytes),
                            "intensity": str(wl.intensity), "rows": []}
+    if request is not None:
+        doc["request"] = request_doc(request)
     if wl.graph.provenance.assumptions:
         doc["assumptions"] = list(wl.graph.provenance.assumptions)
     for row in points:

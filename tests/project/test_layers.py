@@ -32,7 +32,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("symroof.display", "symroof.evaluate", "symroof.device", "symroof.lambdified"),
     ("symroof.solve", "symroof.footprint", "symroof.levels", "symroof.bounds", "symroof.training",
      "symroof.serving"),
-    ("symroof.measure", "symroof.atlas", "symroof.verify", "symroof.compiled", "symroof.numeric"),
+    ("symroof.compiled", "symroof.numeric"),
+    ("symroof.request",),   # what every front door parses into: above all it builds and runs
+    ("symroof.measure", "symroof.atlas", "symroof.verify"),
     ("symroof.present",),
     ("symroof.cli",),
     ("symroof", "symroof.testing", "symroof.__main__"),   # the facade and the pytest plugin
@@ -144,6 +146,11 @@ def test_imports_inside_functions_say_why():
     ("symroof.models.config", "symroof.solve", True),
     ("symroof.cli.derive", "symroof.present.numbers", False),
     ("symroof.present.records", "symroof.evaluate", False),
+    ("symroof.request", "symroof.cli.common", True),      # the request knows no command line
+    ("symroof.request", "symroof.present.commands", True),
+    ("symroof.workloads.registry", "symroof.models", True),
+    ("symroof.request", "symroof.workloads.registry", False),
+    ("symroof.cli.derive", "symroof.request", False),
 ])
 def test_the_table_would_catch_an_upward_edge(module, target, expected):
     assert (layer_of(target) > layer_of(module)) is expected
