@@ -20,7 +20,7 @@ from symroof.models.config import TransformerModel
 from symroof.options import Recompute, Statistics, option
 from symroof.passes.optimizer import ADAM
 from symroof.passes.saved import saved_tensors
-from symroof.precision import bytes_per_value
+from symroof.precision import Precision
 from symroof.symbols import b
 from symroof.workloads.transformer import training_graph
 
@@ -96,7 +96,8 @@ def memory(model: TransformerModel, *, batch: object, context: object, training:
 
 
 def capacity(model: TransformerModel, hw: HardwareSpec | str, *, context: object, tp: int = 1,
-             level: str | None = None, precision: str = "bf16") -> sp.Expr:
+             level: str | None = None,
+             precision: Precision | str = Precision.BF16) -> sp.Expr:
     """How many sequences of ``context`` tokens fit: (tp * capacity - weights) / KV per sequence
     (a windowed layer's cache holds at most its window).
 
@@ -115,7 +116,7 @@ def capacity(model: TransformerModel, hw: HardwareSpec | str, *, context: object
                            f"{level or 'main memory'}")
     free = tp * cap - model.params * model.weight_bytes
     per_seq = model.kv_cache_bytes(as_dim(context, "context"))
-    n = (free / per_seq).xreplace({b: bytes_per_value(precision)})
+    n = (free / per_seq).xreplace({b: Precision.parse(precision).bytes})
     if n.is_number:
         return sp.Max(sp.Integer(0), sp.floor(n))  # weights that do not fit leave room for none
     return n

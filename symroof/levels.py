@@ -22,6 +22,7 @@ from symroof.errors import SymroofError
 from symroof.evaluate import evaluate, workload_values
 from symroof.hardware import HardwareSpec
 from symroof.ir import Kind
+from symroof.precision import Precision
 
 __all__ = ["LevelRoof", "LevelRoofline", "working_set", "level_roofline"]
 
@@ -77,11 +78,13 @@ class LevelRoofline:
         return sp.Max(self.flops / self.peak, *(r.time_s for r in self.roofs))
 
 
-def level_roofline(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf16",
+def level_roofline(workload: Analysis, hw: HardwareSpec | str, *,
+                   precision: Precision | str = Precision.BF16,
                    subs: Mapping[object, object] | None = None,
                    unit: str | None = None) -> LevelRoofline:
     """Roofs of every memory level of ``hw`` with a published bandwidth, at numbers."""
     spec = hardware.resolve(hw)
+    precision = Precision.parse(precision)  # at the boundary: a name becomes a Precision
     values = workload_values(workload, subs, precision)
     f = evaluate(workload.flops, values)
     q = evaluate(workload.bytes, values)

@@ -35,7 +35,7 @@ from symroof.hardware import HardwareSpec
 from symroof.ir import Kind, as_dim, as_expr
 from symroof.models import TransformerModel
 from symroof.options import Logits, OpsCounted
-from symroof.precision import bytes_per_value
+from symroof.precision import Precision
 from symroof.symbols import B, b
 from symroof.workloads import decode, prefill
 from symroof.workloads.attention import op_groups
@@ -47,16 +47,15 @@ __all__ = ["Capacity", "max_sequences", "time_to_first_token", "WeightGain",
            "kv_cache_per_device"]
 
 
-def _model(model: object, precision: str, what: str) -> TransformerModel:
-    """``model``, checked, with ``precision`` a known name (it sets a free ``b``)."""
+def _model(model: object, what: str) -> TransformerModel:
+    """``model``, checked."""
     if not isinstance(model, TransformerModel):
         raise SymroofError(f"{what}: expected a transformer model, got {type(model).__name__}")
-    bytes_per_value(precision)  # a known name, or an error listing them
     return model
 
 
-def _at_b(x: sp.Expr, precision: str) -> sp.Expr:
-    return x.xreplace({b: bytes_per_value(precision)})
+def _at_b(x: sp.Expr, precision: Precision) -> sp.Expr:
+    return x.xreplace({b: precision.bytes})
 
 
 def kv_cache_per_device(model: TransformerModel, *, batch: object, context: object,
@@ -94,7 +93,8 @@ class Capacity:
 
 def max_sequences(model: TransformerModel, hw: HardwareSpec | str, *, context: object,
                   tp: object = 1, pp: object = 1, reserve: object = 0,
-                  precision: str = "bf16", level: str | None = None) -> Capacity:
+                  precision: Precision | str = Precision.BF16,
+                  level: str | None = None) -> Capacity:
     """Sequences of ``context`` positions whose caches fit beside the weights, on each of
     ``tp x pp`` devices (see the module docstring); a free ``b`` is ``precision``'s.
 
@@ -103,7 +103,8 @@ def max_sequences(model: TransformerModel, hw: HardwareSpec | str, *, context: o
     >>> max_sequences(m, "h100-sxm", context=8000, tp=4).sequences    # "190 users at 8k"
     190
     """
-    m = _model(model, precision, "max_sequences")
+    m = _model(model, "max_sequences")
+    fmt = Precision.parse(precision)  # at the boundary: a name becomes a Precision
     spec = hardware.resolve(hw)
     t, p, _ = check_layout(m, tp=tp, pp=pp)
     cap = spec.capacity(level)
@@ -111,9 +112,9 @@ def max_sequences(model: TransformerModel, hw: HardwareSpec | str, *, context: o
         raise SymroofError(f"max_sequences: {spec.name} has no published capacity for "
                            f"{level or 'main memory'}")
     r = roofline(decode(m, 1, as_dim(context, "context"), tp=t, pp=p), spec,
-                 precision=precision, reserve=reserve, level=level)
+                 precision=fmt, reserve=reserve, level=level)
     assert r.memory is not None and r.memory.usable is not None  # a known capacity
-    weights, per_seq = _at_b(r.memory.weights, precision), _at_b(r.memory.kv_cache, precision)
+    weights, per_seq = _at_b(r.memory.weights, fmt), _at_b(r.memory.kv_cache, fmt)
     usable = r.memory.usable
     exact = (usable - weights) / per_seq
     count = sp.Max(sp.Integer(0), sp.floor(exact)) if exact.is_number else exact
@@ -122,16 +123,17 @@ def max_sequences(model: TransformerModel, hw: HardwareSpec | str, *, context: o
 
 def time_to_first_token(model: TransformerModel, hw: HardwareSpec | str, *, batch: object,
                         prompt: object, tp: object = 1, pp: object = 1,
-                        microbatches: object = 1, precision: str = "bf16",
+                        microbatches: object = 1, precision: Precision | str = Precision.BF16,
                         efficiency: object = 1, link: str | None = None) -> Roofline:
     """The prefill of ``batch`` prompts of ``prompt`` tokens, whose ``step_time_s`` is the
     time to the first token (the logits of the last position only)."""
-    m = _model(model, precision, "time_to_first_token")
+    m = _model(model, "time_to_first_token")
+    p = Precision.parse(precision)
     pre = prefill(m, batch, prompt, logits=Logits.LAST, tp=tp, pp=pp,
                   microbatches=microbatches)
     free = pre.flops.free_symbols | pre.bytes.free_symbols
-    return roofline(pre, hw, precision=precision, efficiency=efficiency, link=link,
-                    subs={b: bytes_per_value(precision)} if b in free else None)
+    return roofline(pre, hw, precision=p, efficiency=efficiency, link=link,
+                    subs={b: p.bytes} if b in free else None)
 
 
 @dataclass(frozen=True)
@@ -145,8 +147,8 @@ class WeightGain:
     B grows without bound.
     """
 
-    wide: str
-    narrow: str
+    wide: Precision
+    narrow: Precision
     speedup: sp.Expr
     at_batch_1: sp.Expr
     narrow_compute: sp.Expr | None
@@ -155,7 +157,7 @@ class WeightGain:
 
 
 def _decode_terms(m: TransformerModel, context: object, tp: object, hw: HardwareSpec,
-                  peak_precision: str) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+                  peak_precision: Precision) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
     """compute time, memory time and link time of a decode step, as formulas in B."""
     dec = decode(m, B, context, tp=tp)
     r = roofline(dec, hw, precision=peak_precision)
@@ -171,18 +173,23 @@ def _compute_bound_from(compute: sp.Expr, memory: sp.Expr) -> sp.Expr | None:
 
 
 def weight_quantization(model: TransformerModel, hw: HardwareSpec | str, *, context: object,
-                        tp: object = 1, wide: str = "bf16", narrow: str = "int4",
-                        kv_cache: str = "bf16", activations: str = "bf16") -> WeightGain:
+                        tp: object = 1, wide: Precision | str = Precision.BF16,
+                        narrow: Precision | str = Precision.INT4,
+                        kv_cache: Precision | str = Precision.BF16,
+                        activations: Precision | str = Precision.BF16) -> WeightGain:
     """Where 4-bit (``narrow``) weights stop helping decode as the batch grows: the
     speedup over ``wide`` weights, with the KV cache, activations and the peak at
     ``kv_cache``/``activations`` (INT4 weight-only dequantizes to 16-bit compute)."""
+    wide, narrow = Precision.parse(wide, "wide"), Precision.parse(narrow, "narrow")
+    kv = Precision.parse(kv_cache, "kv_cache")
+    act = Precision.parse(activations, "activations")
     spec = hardware.resolve(hw)
-    spec.peak(activations)  # a precision the chip has a peak for
+    spec.peak(act)  # a precision the chip has a peak for
     times = []
     for w in (wide, narrow):
-        m = _model(model, w, "weight_quantization").with_precision(
-            weights=w, kv_cache=kv_cache, activations=activations)
-        times.append(_decode_terms(m, context, tp, spec, activations))
+        m = _model(model, "weight_quantization").with_precision(
+            weights=w, kv_cache=kv, activations=act)
+        times.append(_decode_terms(m, context, tp, spec, act))
     (cw, mw, lw), (cn, mn, ln) = times
     speedup = (sp.Max(cw, mw) + lw) / (sp.Max(cn, mn) + ln)
     limit = sp.limit((mw + lw) / (mn + ln), B, sp.oo) if _compute_bound_from(cw, mw) is None \
@@ -242,19 +249,21 @@ def _verify_pass(m: TransformerModel, batch: object, context: object, k: sp.Expr
 
 def speculative(target: TransformerModel, draft: TransformerModel, hw: HardwareSpec | str, *,
                 batch: object, context: object, draft_tokens: object, acceptance: object,
-                tp: object = 1, draft_tp: object = 1, precision: str = "bf16",
+                tp: object = 1, draft_tp: object = 1,
+                precision: Precision | str = Precision.BF16,
                 link: str | None = None) -> Speculation:
     """Speculative decoding of ``target`` with ``draft`` proposing ``draft_tokens`` per
     round (see the module docstring); every step is a roofline of its graph."""
     k = as_dim(draft_tokens, "draft tokens")
     per_pass = expected_tokens(k, acceptance)
-    tg = _model(target, precision, "speculative target")
-    dr = _model(draft, precision, "speculative draft")
+    tg = _model(target, "speculative target")
+    dr = _model(draft, "speculative draft")
+    p = Precision.parse(precision)
 
     def step(a: Analysis) -> sp.Expr:
         free = a.flops.free_symbols | a.bytes.free_symbols
-        return roofline(a, hw, precision=precision, link=link,
-                        subs={b: bytes_per_value(precision)} if b in free else None).time_s
+        return roofline(a, hw, precision=p, link=link,
+                        subs={b: p.bytes} if b in free else None).time_s
 
     return Speculation(k, as_expr(acceptance, "acceptance"), per_pass,
                        step(decode(tg, batch, context, tp=tp)),

@@ -29,6 +29,7 @@ from symroof.errors import SymroofError
 from symroof.evaluate import Roofline, roofline
 from symroof.hardware import HardwareSpec
 from symroof.ir import as_expr
+from symroof.precision import Precision
 from symroof.rich import Rich
 
 __all__ = ["limit", "leading_term", "crossover", "Crossover", "crossover_curve", "Curve",
@@ -351,7 +352,8 @@ class Regime:
     boundary: tuple[Crossover, ...] = field(default_factory=tuple)
 
 
-def regimes(workload: Analysis, hw: HardwareSpec | str, *, precision: str = "bf16",
+def regimes(workload: Analysis, hw: HardwareSpec | str, *,
+            precision: Precision | str = Precision.BF16,
             subs: Mapping[object, object] | None = None, var: sp.Symbol | None = None,
             unit: str | None = None, level: str | None = None) -> list[Regime]:
     """The memory-bound and compute-bound branches of a workload's roofline.

@@ -7,7 +7,7 @@ import argparse
 
 import sympy as sp
 
-from symroof.cli.common import Command, Output, choices
+from symroof.cli.common import Command, Output, choices, numerics_of
 from symroof.errors import SymroofError
 from symroof.models import resolve
 from symroof.options import Causal, Recompute, Statistics
@@ -43,7 +43,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="count per-row fp32 statistics (default saved)")
     p.add_argument("--dropout", default=None,
                    help="attention and hidden dropout probability (default: the model's)")
-    p.add_argument("--precision", default="bf16", help="weights, activations and peak")
+    p.add_argument("--precision", default=None,
+                   help="weights, activations and peak (default bf16)")
     p.add_argument("--tokens", default=None, help="a token budget, e.g. 300e9 (with --mfu)")
     p.add_argument("--mfu", default=None, help="model FLOPs utilization, e.g. 0.5")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -82,7 +83,7 @@ def _run(args: argparse.Namespace, out: Output) -> int:
                          micro_batch=_count(args.micro_batch, "--micro-batch"),
                          global_batch=glob, layout=layout, recompute=args.recompute,
                          fused=not args.unfused, causal=args.causal,
-                         statistics=args.statistics, precision=args.precision,
+                         statistics=args.statistics, precision=numerics_of(args).values,
                          tokens=_number(args.tokens, "--tokens"), mfu=_number(args.mfu, "--mfu"))
     if args.json:
         out(dumps(train_json(plan)))

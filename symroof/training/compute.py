@@ -27,6 +27,7 @@ from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec, resolve
 from symroof.ir import as_dim, as_expr
 from symroof.options import Causal, FlopCount, Recompute, option
+from symroof.precision import Precision
 from symroof.workloads.builder import TransformerShape
 from symroof.workloads.transformer import training
 
@@ -109,7 +110,8 @@ def _fraction(value: object, what: str) -> sp.Expr:
 
 
 def training_time(compute: TrainingCompute, *, tokens: object, chips: object,
-                  hardware: HardwareSpec | str | None = None, precision: str = "bf16",
+                  hardware: HardwareSpec | str | None = None,
+                  precision: Precision | str = Precision.BF16,
                   peak: object | None = None, mfu: object | None = None,
                   hfu: object | None = None) -> TrainingTime:
     """The time to train on ``tokens`` tokens with ``chips`` chips of ``hardware`` (its
@@ -123,7 +125,7 @@ def training_time(compute: TrainingCompute, *, tokens: object, chips: object,
         raise SymroofError("training time: give exactly one of hardware and peak")
     if (mfu is None) == (hfu is None):
         raise SymroofError("training time: give exactly one of mfu and hfu")
-    rate = resolve(hardware).peak(precision) if hardware is not None else \
+    rate = resolve(hardware).peak(Precision.parse(precision)) if hardware is not None else \
         as_expr(peak, "training time peak")
     if rate.is_number and not rate.is_positive:
         raise SymroofError(f"training time peak: expected a positive FLOP/s, got {rate}")

@@ -21,7 +21,7 @@ from symroof.ir import as_dim, as_expr
 from symroof.models import TransformerModel
 from symroof.models import resolve as resolve_model
 from symroof.options import Bubble, Causal, Recompute, Statistics, option
-from symroof.precision import bytes_per_value
+from symroof.precision import Precision
 from symroof.training.compute import (TrainingCompute, TrainingTime, training_compute,
                                       training_time)
 from symroof.training.layout import TrainingLayout, bubble
@@ -38,7 +38,7 @@ class TrainingPlan:
 
     model: TransformerModel
     hardware: HardwareSpec
-    precision: str
+    precision: Precision
     recompute: Recompute
     layout: TrainingLayout
     micro_batch: sp.Expr
@@ -88,9 +88,9 @@ class TrainingPlan:
         return bubble(self.layout.pp, m, of)
 
 
-def _at_precision(m: TransformerModel, precision: str) -> TransformerModel:
+def _at_precision(m: TransformerModel, precision: Precision) -> TransformerModel:
     """``m`` with bytes per value set by ``precision`` where they are symbols."""
-    b = bytes_per_value(precision)
+    b = precision.bytes
     changes = {f: b for f in ("weight_bytes", "activation_bytes", "kv_bytes")
                if getattr(m, f).free_symbols}
     return m.replace(**changes) if changes else m
@@ -101,7 +101,8 @@ def plan_training(model: TransformerModel | str, hardware: HardwareSpec | str, *
                   layout: TrainingLayout = TrainingLayout(),
                   recompute: Recompute | bool | str = Recompute.FLASH, fused: bool = True,
                   causal: Causal | bool | str = Causal.HALF,
-                  statistics: Statistics | str = Statistics.SAVED, precision: str = "bf16",
+                  statistics: Statistics | str = Statistics.SAVED,
+                  precision: Precision | str = Precision.BF16,
                   tokens: object | None = None, mfu: object | None = None) -> TrainingPlan:
     """Plan training ``model`` on ``hardware`` (see :class:`TrainingPlan`).
 
@@ -110,6 +111,7 @@ def plan_training(model: TransformerModel | str, hardware: HardwareSpec | str, *
     ``pp`` (the fewest that fill the pipeline). ``tokens`` and ``mfu`` together give the
     time.
     """
+    precision = Precision.parse(precision)  # at the boundary: a name becomes a Precision
     m = _at_precision(resolve_model(model) if isinstance(model, str) else model, precision)
     if not isinstance(m, TransformerModel):
         raise SymroofError(f"plan training: expected a transformer model, got "
