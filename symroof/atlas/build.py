@@ -22,7 +22,7 @@ from symroof.atlas.solver import Solver, in_terms_of
 from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec
 from symroof.ir import Kind, as_expr
-from symroof.precision import bytes_per_value
+from symroof.precision import Precision
 from symroof.symbols import CANONICAL, b as _b, quantity
 
 __all__ = ["atlas", "parts"]
@@ -42,7 +42,8 @@ def parts(workload: Analysis) -> tuple[Part, ...]:
 
 def atlas(workload: Analysis, over: Iterable[sp.Symbol] | None = None, *,
           hardware: Iterable[HardwareSpec | str] | HardwareSpec | str = (),
-          precisions: Iterable[str] | None = None, levels: Iterable[str] | None = None,
+          precisions: Iterable[Precision | str] | Precision | str | None = None,
+          levels: Iterable[str] | None = None,
           unit: str | None = None, named: Mapping[sp.Symbol, object] | None = None,
           symbolic_ridge: bool = True, budget: AtlasBudget = AtlasBudget()) -> Atlas:
     """The crossover atlas of ``workload`` in each variable of ``over``.
@@ -122,24 +123,25 @@ def _named(named: Mapping[sp.Symbol, object] | None,
 
 
 def _ridges(workload: Analysis, hardware: Iterable[HardwareSpec | str] | HardwareSpec | str,
-            precisions: Iterable[str] | None, levels: Iterable[str] | None,
+            precisions: Iterable[Precision | str] | Precision | str | None,
+            levels: Iterable[str] | None,
             unit: str | None) -> tuple[Ridge, ...]:
     chips = [hardware] if isinstance(hardware, (str, HardwareSpec)) else list(hardware)
-    wanted = None if precisions is None else [precisions] if isinstance(precisions, str) \
+    given = None if precisions is None else [precisions] if isinstance(precisions, str) \
         else list(precisions)
-    for p in wanted or ():
-        bytes_per_value(p)  # an unknown name is an error here, not a silently empty atlas
+    # at the boundary: an unknown name is an error here, not a silently empty atlas
+    wanted = None if given is None else [Precision.parse(p, "atlas precisions") for p in given]
     ops_per_mac = workload.convention.flop_count.ops_per_mac
     free = workload.flops.free_symbols | workload.bytes.free_symbols
     out: list[Ridge] = []
     for chip in chips:
         spec = _hardware.resolve(chip)
-        have = spec.precisions(unit)
+        have = [Precision(p) for p in spec.precisions(unit)]
         chosen = [p for p in (wanted or have) if p in have]
         lvls = [lv.name for lv in spec.levels if lv.bandwidth is not None] if levels is None \
             else [spec.level(lv).name for lv in ([levels] if isinstance(levels, str) else levels)]
         for p in chosen:
-            subs = {_b: bytes_per_value(p)} if _b in free else {}
+            subs = {_b: p.bytes} if _b in free else {}
             out += [Ridge(spec.ridge(p, unit, lv, ops_per_mac), spec.name, p, lv, subs)
                     for lv in lvls]
     if chips and wanted and not out:

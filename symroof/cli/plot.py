@@ -22,7 +22,7 @@ from symroof.errors import SymroofError
 from symroof.files import write_text
 from symroof.hardware import UNITS
 from symroof.parse import parse_expr
-from symroof.precision import Numerics
+from symroof.precision import DEFAULT, Numerics
 from symroof.present.charts import (CurveChart, RooflineChart, curve_pgfplots, curve_svg,
                                     roofline_pgfplots, roofline_svg)
 from symroof.present.commands import at
@@ -41,7 +41,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", nargs="?", default=None, help=", ".join(registry.names()))
     p.add_argument("--out", required=True, help="FILE.svg or FILE.tex")
     p.add_argument("--hardware", default=None, help="roofline: the chip")
-    p.add_argument("--precision", default="bf16",
+    p.add_argument("--precision", default=DEFAULT.value,
                    help="comma-separated precisions for the ceilings; the first sets b")
     p.add_argument("--set", action="append", metavar="NAME=V[,V...]",
                    help="values; each row is a point (roofline) or fixes a symbol (crossover)")
