@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
                                  Logits, Lowering, OpsCounted, QkNorm, Unfused, WindowKernel,
                                  WindowSpan)
     from symroof.present.formula import latex, text
+    from symroof.notation import rewrite
     from symroof.solve import (Crossover, Curve, Regime, crossover, crossover_curve,
                                leading_term, limit, regimes, sensitivity, theta)
     from symroof.atlas import Atlas, Family, atlas
@@ -49,7 +50,7 @@ __all__ = [
     "hardware", "models", "passes", "symbols", "workloads", "__version__",
     "Causal", "DecodeTraffic", "Logits", "Lowering", "OpsCounted", "Unfused", "WindowKernel",
     "WindowSpan", "LatentDecode", "ExpertReads", "QkNorm",
-    "atlas", "Atlas", "family", "Family",
+    "atlas", "Atlas", "family", "Family", "rewrite",
 ]
 
 #: The module each re-exported name comes from (the same table as the imports above;
@@ -68,6 +69,7 @@ _FROM: dict[str, tuple[str, ...]] = {
     "symroof.options": ("Causal", "DecodeTraffic", "ExpertReads", "FlopCount", "LatentDecode",
                         "Logits", "Lowering", "OpsCounted", "QkNorm", "Unfused",
                         "WindowKernel", "WindowSpan"),
+    "symroof.notation": ("rewrite",),  # a formula in a document's named quantities
     "symroof.present.formula": ("latex", "text"),
     "symroof.solve": ("Crossover", "Curve", "Regime", "crossover", "crossover_curve",
                       "leading_term", "limit", "regimes", "sensitivity", "theta"),
