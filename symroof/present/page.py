@@ -37,12 +37,13 @@ from symroof.present.formula import text
 from symroof.present.numbers import grouped, json_number, si
 from symroof.present.page_format import MAX_DECIMALS, PREFIXES, TIME_UNITS, figure
 from symroof.present.page_js import js_function
+from symroof.present.page_notation import Notation, notation
 from symroof.present.templates import render
 from symroof.solve import limit
 from symroof.workloads import attention, decode, elementwise, gemm
 
 __all__ = ["Control", "SimWorkload", "PagePeak", "PeakMode", "TryStep", "sim_workloads",
-           "try_prompts", "page_peak", "page_data", "render_page", "DEFAULT_OUT", "DEFAULT_CHIP",
+           "try_prompts", "page_peak", "page_data", "conventions", "CONVENTIONS", "Shown", "render_page", "DEFAULT_OUT", "DEFAULT_CHIP",
            "MODEL", "TEMPLATE", "WIDTHS"]
 
 #: Where ``symroof sim`` writes the page.
@@ -75,16 +76,29 @@ class Control:
 
 
 @dataclass(frozen=True)
+class Shown:
+    """How the page writes a workload's formulas in the seed's notation: F, Q, I per
+    variant, the ceiling's steps, the named quantities and what they stand for."""
+
+    forms: tuple[tuple[str, str, str], ...]          # (F, Q, I) texts, one per variant
+    names: tuple[tuple[sp.Symbol, sp.Expr], ...] = ()  # substituted in this order
+    where: str = ""                                  # the names, as the page explains them
+    ceiling: tuple[str, ...] = ()                    # equal forms of the limit, in order
+    special: tuple[str, dict[sp.Symbol, sp.Expr], str] | None = None   # (when, subs, I)
+
+
+@dataclass(frozen=True)
 class SimWorkload:
-    """A point on the page's chart: its formulas (one per variant), its controls, and for
-    decode the intensity's limit as the batch grows."""
+    """A point on the page's chart: its formulas (one per variant), its controls, how the
+    page writes them (``shown``), and for decode the intensity's limit as the batch grows."""
 
     key: str
     label: str
     short: str                                   # the label on the chart and in the table
     about: str
     controls: tuple[Control, ...]
-    variants: tuple[tuple[str, Analysis], ...]   # ("", a) or ("fused", a), ("unfused", a)
+    variants: tuple[tuple[str, Analysis], ...]   # ("", a) or ("fused", a), (convention, a)...
+    shown: Shown
     ceiling: sp.Expr | None = None
     tag: str | None = None                       # a control whose value the labels show
 
@@ -95,6 +109,25 @@ class SimWorkload:
             if extra:
                 raise SymroofError(f"page workload {self.key} {name}: no control sets "
                                    f"{', '.join(sorted(map(str, extra)))}")
+        if len(self.shown.forms) != len(self.variants):
+            raise SymroofError(f"page workload {self.key}: one display form per variant")
+        self.notations()   # every display form is checked against the engine when made
+
+    def notations(self) -> tuple[tuple[Notation, ...], ...]:
+        """The display forms, each checked exactly against the engine's formula: one
+        (F, Q, I) triple per variant, then the ceiling's forms, then the special case."""
+        names = dict(self.shown.names)
+        out = [tuple(notation(text, getattr(a, field), names)
+                     for text, field in zip(forms, ("flops", "bytes", "intensity")))
+               for forms, (_, a) in zip(self.shown.forms, self.variants)]
+        if self.shown.ceiling:
+            if self.ceiling is None:
+                raise SymroofError(f"page workload {self.key}: a ceiling form without a ceiling")
+            out.append(tuple(notation(t, self.ceiling, names) for t in self.shown.ceiling))
+        if self.shown.special is not None:
+            _, subs, text_ = self.shown.special
+            out.append((notation(text_, self.variants[0][1].intensity.subs(subs), names),))
+        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -133,45 +166,74 @@ _DIM_MAX = 2**20
 
 def _gemm(key: str, label: str, size: int) -> SimWorkload:
     controls = tuple(Control(sym, f"{name}, {what}", size, _DIM_MAX) for name, sym, what in _GEMM)
+    shown = Shown((("2MNK", "b(MK + KN + MN)", "2MNK/(b(MK + KN + MN))"),),
+                  special=("M = N = K = n", {s.M: s.n, s.N: s.n, s.K: s.n}, "2n/(3b)"))
     return SimWorkload(key, label, label, "C = A B with A M x K and B K x N: 2MNK FLOPs; "
                        "A and B read once, C written once.", controls,
-                       (("", gemm(s.M, s.N, s.K)),))
+                       (("", gemm(s.M, s.N, s.K)),), shown)
+
+
+def _model_names(m: TransformerModel) -> tuple[tuple[sp.Symbol, sp.Expr], ...]:
+    return ((s.P, 12 * s.L * s.D**2), (s.L, sp.Integer(m.layers)), (s.D, sp.Integer(m.d_model)),
+            (s.H, sp.Integer(m.heads)))
 
 
 def _decode(key: str, label: str, batch: int, m: TransformerModel) -> SimWorkload:
     a = decode(m, s.B, s.S)
+    shown = Shown((("B(2P + 4LSD)", "bP + 2bBLSD", "B(2P + 4LSD)/(b(P + 2BLSD))"),),
+                  _model_names(m), f"P = 12LD² weights, L = {m.layers} layers, "
+                  f"D = {grouped(m.d_model)} wide", ("(2P + 4LSD)/(2bLSD)", "(12D/S + 2)/b"))
     return SimWorkload(
         key, label, "decode", f"One decode step of the {m.name} model ({m.layers} layers, width "
         f"{m.d_model}, multi-head attention): all weights and each sequence's KV cache are "
         "read; activations stay on chip.",
         (Control(s.B, "B, batch (sequences)", batch, 2**16),
          Control(s.S, "S, context (tokens attended)", 1024, _DIM_MAX)),
-        (("", a),), limit(a.intensity, s.B), tag=s.B.name)
+        (("", a),), shown, limit(a.intensity, s.B), tag=s.B.name)
+
+
+#: Unfused attention's two traffic models, as the page names them.
+CONVENTIONS: Mapping[Unfused, str] = {
+    Unfused.MATERIALIZE_ONCE: "materialize once: one S × S matrix per head written once "
+                              "(hS²b more)",
+    Unfused.WRITE_AND_READ: "write and read: S and P each written and read back per head "
+                            "(4hS²b more)",
+}
+
+
+def _attention(m: TransformerModel, mode: Unfused) -> SimWorkload:
+    prompt = (Control(s.S, "S, prompt length (tokens)", 4096, _DIM_MAX),)
+    shown = Shown((("2S²D", "4SDb", "S/(2b)"),
+                   ("2S²D", "4SDb + hS²b", "2S²D/(4SDb + hS²b)"),
+                   ("2S²D", "4SDb + 4hS²b", "2S²D/(4SDb + 4hS²b)")),
+                  _model_names(m)[2:], f"D = {grouped(m.d_model)} wide, h = {m.heads} heads")
+    return SimWorkload(
+        "attention", "attention prefill", "attention",
+        f"The attention core (QK^T, softmax, PV) of one layer of the {m.name} model over S "
+        f"tokens, causal: fused keeps the S x S matrices on chip, unfused writes them to "
+        f"memory (opens on {mode.value.replace('_', ' ')}; the other convention is one "
+        "choice away).",
+        prompt, (("fused", attention(s.S, m.d_model, m.heads)),
+                 *((u.value, attention(s.S, m.d_model, m.heads, fused=False, unfused=u))
+                   for u in CONVENTIONS)), shown)
 
 
 def sim_workloads(model: str = MODEL,
                   unfused: Unfused | str = Unfused.MATERIALIZE_ONCE) -> tuple[SimWorkload, ...]:
-    """The seed's Expert view: big and small GEMM, causal attention prefill (fused and
-    ``unfused``), decode at two batches, and a ReLU."""
+    """The seed's Expert view: big and small GEMM, causal attention prefill (fused and both
+    unfused conventions, opening on ``unfused``), decode at two batches, and a ReLU."""
     m = get(model)
     mode = option(Unfused, unfused, "unfused")
-    prompt = (Control(s.S, "S, prompt length (tokens)", 4096, _DIM_MAX),)
     return (
         _gemm("gemm-big", "big GEMM", 8192),
         _gemm("gemm-small", "small GEMM", 256),
-        SimWorkload("attention", "attention prefill", "attention",
-                    f"The attention core (QK^T, softmax, PV) of one layer of the {m.name} "
-                    f"model over S tokens, causal: fused keeps the S x S matrices on chip, "
-                    f"unfused writes them to memory ({mode.value.replace('_', ' ')}).",
-                    prompt, (("fused", attention(s.S, m.d_model, m.heads)),
-                             ("unfused", attention(s.S, m.d_model, m.heads, fused=False,
-                                                   unfused=mode)))),
+        _attention(m, mode),
         _decode("decode-small", "decode, small batch", 1, m),
         _decode("decode-large", "decode, large batch", 64, m),
         SimWorkload("relu", "ReLU", "ReLU", "y = max(x, 0) over n values: 1 FLOP per value, "
                     "x read once, y written once.",
                     (Control(s.n, "n, values", 16 * 2**20, 2**40),),
-                    (("", elementwise(s.n)),)),
+                    (("", elementwise(s.n)),), Shown((("n", "2bn", "1/(2b)"),))),
     )
 
 
@@ -227,26 +289,32 @@ def _peak_record(spec: HardwareSpec, width: int, mode: PeakMode) -> dict[str, An
     ridge = p.rate / spec.bandwidth()
     return {"precision": p.precision, "unit": p.unit, "rate": json_number(p.rate),
             "rate_text": si(p.rate, "OP/s" if p.precision.startswith("int") else "FLOP/s", 12),
-            "ridge": json_number(ridge), "ridge_text": figure(ridge)}
+            "ridge": json_number(ridge), "ridge_text": figure(ridge),
+            "source": spec.source(f"peak.{p.unit}.{p.precision}")}
 
 
 def _chip(spec: HardwareSpec) -> dict[str, Any]:
     return {"name": spec.name, "label": spec.display_name, "memory": spec.main_memory,
             "bandwidth": json_number(spec.bandwidth()),
             "bandwidth_text": si(spec.bandwidth(), "B/s"),
+            "bandwidth_source": spec.source(f"memory.{spec.main_memory}"),
             "peaks": {mode.value: {str(w): _peak_record(spec, w, mode) for w in WIDTHS}
                       for mode in PeakMode}}
 
 
 def _workload(w: SimWorkload) -> dict[str, Any]:
+    shown = w.notations()
+    special = None if w.shown.special is None else \
+        {"when": w.shown.special[0], "intensity": shown[-1][0].text}
     return {"key": w.key, "label": w.label, "short": w.short, "about": w.about, "tag": w.tag,
             "controls": [{"name": c.symbol.name, "id": f"{w.key}-{c.symbol.name}",
                           "label": c.label, "default": c.default, "max": c.maximum,
                           "max_text": grouped(c.maximum),
                           "steps": c.maximum.bit_length() - 1} for c in w.controls],
-            "variants": [{"name": name, "flops": text(a.flops), "bytes": text(a.bytes),
-                          "intensity": text(a.intensity)} for name, a in w.variants],
-            "ceiling": None if w.ceiling is None else text(w.ceiling)}
+            "variants": [{"name": name, "flops": f.text, "bytes": q.text, "intensity": i.text}
+                         for (name, _), (f, q, i) in zip(w.variants, shown)],
+            "where": w.shown.where, "special": special,
+            "ceiling": " = ".join(w.shown.ceiling) if w.ceiling is not None else None}
 
 
 def _formulas(w: SimWorkload) -> dict[str, Any]:
@@ -254,6 +322,26 @@ def _formulas(w: SimWorkload) -> dict[str, Any]:
             "variants": [{"name": name, "flops": js_function(a.flops),
                           "bytes": js_function(a.bytes), "intensity": js_function(a.intensity)}
                          for name, a in w.variants]}
+
+
+#: Where the seed uses each unfused convention (its §7 model; its §3 text).
+_SEED_USES = {Unfused.MATERIALIZE_ONCE: "the simulation (its section 7 and the note under Try)",
+              Unfused.WRITE_AND_READ: "the text of section 3, \u201cAttention, fused and unfused\u201d"}
+
+
+def conventions(unfused: Unfused | str = Unfused.MATERIALIZE_ONCE) -> list[dict[str, Any]]:
+    """Unfused attention's two conventions: name, meaning, where the seed uses each and
+    its intensity at the seed's S = 4,096, 16 bits (computed here, shown outside the script)."""
+    default = option(Unfused, unfused, "unfused")
+    m = get(MODEL)
+    at = {s.S: 4096, s.b: 2}
+    out = []
+    for u, meaning in CONVENTIONS.items():
+        a = attention(s.S, m.d_model, m.heads, fused=False, unfused=u)
+        out.append({"value": u.value, "meaning": meaning, "seed": _SEED_USES[u],
+                    "default": u is default,
+                    "at_seed": figure(a.intensity.subs(at))})
+    return out
 
 
 def page_data(chips: tuple[str, ...] | None = None) -> dict[str, Any]:
@@ -268,13 +356,16 @@ def page_data(chips: tuple[str, ...] | None = None) -> dict[str, Any]:
     data = {"workloads": [_workload(w) for w in ws],
             "chips": [_chip(hardware.get(n)) for n in names],
             "default_chip": DEFAULT_CHIP, "widths": list(WIDTHS),
+            "default_chip_label": hardware.get(DEFAULT_CHIP).display_name,
             "modes": [m.value for m in PeakMode], "palette": palette,
+            "unfused_default": Unfused.MATERIALIZE_ONCE.value,
             "ticks": {str(e): tick_label(10.0**e) for e in range(-9, 25)},
             "format": {"max_decimals": MAX_DECIMALS, "prefixes": PREFIXES,
                        "time_units": TIME_UNITS},
             "try": [{"key": key, "prompt": prompt, "steps": [t.record() for t in steps]}
                     for key, prompt, steps in try_prompts()]}
-    return {"data": data, "formulas": [_formulas(w) for w in ws]}
+    return {"data": data, "formulas": [_formulas(w) for w in ws],
+            "conventions": conventions()}
 
 
 def render_page() -> str:

@@ -60,7 +60,7 @@ def page_formulas(html: str) -> dict[str, dict[str, dict[str, str]]]:
             out[key] = {}
         elif m := re.fullmatch(r"    ceiling: (?:null|function \(v\) \{ return (.*); \}),", line):
             out[key]["*"] = {"ceiling": m.group(1)} if m.group(1) else {}
-        elif m := re.fullmatch(r'      \{name: "([a-z]*)",', line):
+        elif m := re.fullmatch(r'      \{name: "([a-z_]*)",', line):
             variant = m.group(1)
             out[key][variant] = {}
         elif m := re.fullmatch(r"       (flops|bytes|intensity): function \(v\) \{ return (.*); \}\}?,?",
@@ -183,8 +183,10 @@ def engine(key: str, variant: str):
     return {("gemm-big", ""): sr.workloads.gemm(s.M, s.N, s.K),
             ("gemm-small", ""): sr.workloads.gemm(s.M, s.N, s.K),
             ("attention", "fused"): sr.workloads.attention(s.S, m.d_model, m.heads),
-            ("attention", "unfused"): sr.workloads.attention(
+            ("attention", "materialize_once"): sr.workloads.attention(
                 s.S, m.d_model, m.heads, fused=False, unfused="materialize_once"),
+            ("attention", "write_and_read"): sr.workloads.attention(
+                s.S, m.d_model, m.heads, fused=False, unfused="write_and_read"),
             ("decode-small", ""): sr.workloads.decode(m, s.B, s.S),
             ("decode-large", ""): sr.workloads.decode(m, s.B, s.S),
             ("relu", ""): sr.workloads.elementwise(n_)}[(key, variant)]
@@ -211,7 +213,7 @@ def test_printed_formulas_are_the_engines(page):
                     assert run_js(code[field], values) == Fraction(int(sp.numer(want)),
                                                                     int(sp.denom(want)))
                     checked += 1
-    assert checked == 7 * 3 * 5
+    assert checked == 8 * 3 * 5     # attention: fused and both unfused conventions
 
 
 def test_decode_ceiling_is_the_limit_over_batch(page):
@@ -227,7 +229,8 @@ def test_decode_ceiling_is_the_limit_over_batch(page):
     ("gemm-big", "", {"M": 8192, "N": 8192, "K": 8192}, "2,731"),     # 2n/(3b)
     ("gemm-small", "", {"M": 256, "N": 256, "K": 256}, "85"),
     ("attention", "fused", {"S": 4096}, "1,024"),                       # S/(2b)
-    ("attention", "unfused", {"S": 4096}, "114"),                       # materialize once
+    ("attention", "materialize_once", {"S": 4096}, "114"),              # the seed's section 7
+    ("attention", "write_and_read", {"S": 4096}, "31"),                 # the seed's section 3
     ("decode-small", "", {"B": 1, "S": 1024}, "1.0"),
     ("decode-large", "", {"B": 64, "S": 1024}, "18"),
     ("relu", "", {"n": 16 * 2**20}, "0.25"),
@@ -345,3 +348,104 @@ def test_printer_refuses_unsafe_or_inexact_code():
     with pytest.raises(SymroofError, match="characters"):
         js_expression(sp.sin(s.n))          # Math.sin(...) holds no '<' but is not arithmetic
     assert js_expression(s.S**2 * s.b) == "v.S*v.S*v.b"
+
+
+# ---------------------------------------------------------------------------
+# issue 21 section 3: formulas in the seed's notation, sources, conventions, two views
+
+#: The named quantities of the seed's notation, as this test spells them (independent of
+#: the page's own table): P = 12 L D^2 first, then the seed model's numbers.
+NAMED = ((s.P, 12 * s.L * s.D**2), (s.L, 32), (s.D, 4096), (s.H, 32))
+
+
+def _named(expr: sp.Expr) -> sp.Expr:
+    for symbol, value in NAMED:
+        expr = expr.subs(symbol, value)
+    return expr
+
+
+def test_display_forms_are_exact_rewrites_of_the_engines_formulas(page):
+    """Every formula the page shows, read back from the page's data, equals the engine's
+    formula once the named quantities are substituted: cancel(display.subs(names) - f) == 0."""
+    from symroof.present.page_notation import parse
+    data = page_json(page)
+    checked = 0
+    for w in data["workloads"]:
+        for v in w["variants"]:
+            a = engine(w["key"], v["name"])
+            for field in ("flops", "bytes", "intensity"):
+                assert sp.cancel(_named(parse(v[field])) - getattr(a, field)) == 0, (w["key"], v)
+                checked += 1
+        if w["ceiling"] is not None:
+            lim = sr.limit(engine(w["key"], "").intensity, s.B)
+            for form in w["ceiling"].split(" = "):
+                assert sp.cancel(_named(parse(form)) - lim) == 0
+                checked += 1
+        if w["special"] is not None:          # square GEMM: M = N = K = n
+            square = engine(w["key"], "").intensity.subs({s.M: s.n, s.N: s.n, s.K: s.n})
+            assert sp.cancel(parse(w["special"]["intensity"]) - square) == 0
+            checked += 1
+    assert checked == 8 * 3 + 2 * 2 + 2
+
+
+def test_formulas_are_shown_in_the_seeds_notation_not_folded(page):
+    data = page_json(page)
+    shown = {w["key"]: w for w in data["workloads"]}
+    decode_ = shown["decode-large"]["variants"][0]
+    assert decode_["flops"] == "B(2P + 4LSD)" and decode_["bytes"] == "bP + 2bBLSD"
+    assert shown["decode-large"]["ceiling"] == "(2P + 4LSD)/(2bLSD) = (12D/S + 2)/b"
+    assert "P = 12LD²" in shown["decode-large"]["where"]
+    assert shown["gemm-big"]["special"] == {"when": "M = N = K = n", "intensity": "2n/(3b)"}
+    assert shown["attention"]["variants"][0]["intensity"] == "S/(2b)"
+    texts = json.dumps([[v[f] for v in w["variants"] for f in ("flops", "bytes", "intensity")]
+                        + [w["ceiling"] or ""] for w in data["workloads"]])
+    assert not re.search(r"\d{3,}", texts), texts        # no constant folded in
+    assert "*" not in texts and "**" not in texts
+
+
+def test_a_wrong_display_form_is_refused():
+    from symroof.present.page_notation import notation, parse
+    with pytest.raises(SymroofError, match="not the engine's"):
+        notation("B(2P + 2LSD)", engine("decode-large", "").flops, dict(NAMED))
+    for bad in ("2P +", "(2P", "2P)", "x", "2 $ P"):
+        with pytest.raises(SymroofError, match="page notation"):
+            parse(bad)
+
+
+def test_each_chip_figure_carries_its_source(page):
+    chips = page_json(page)["chips"]
+    for c in chips:
+        spec = hardware.get(c["name"])
+        assert c["bandwidth_source"] == spec.source(f"memory.{spec.main_memory}")
+        assert c["bandwidth_source"].strip()
+        for widths in c["peaks"].values():
+            for p in widths.values():
+                if "missing" not in p:
+                    assert p["source"] == spec.source(f"peak.{p['unit']}.{p['precision']}")
+    h100 = next(c for c in chips if c["name"] == "h100-sxm")
+    assert "3.35TB/s" in h100["bandwidth_source"]
+    assert "whitepaper" in h100["peaks"]["seed"]["2"]["source"]
+    assert 'id="src-peak"' in page and 'id="src-bandwidth"' in page
+
+
+def test_both_unfused_conventions_are_offered_and_placed_in_the_seed(page):
+    found = tags(page)
+    options = [a["value"] for t, a in found if t == "option" and a.get("value") in
+               ("materialize_once", "write_and_read")]
+    assert options == ["materialize_once", "write_and_read"]
+    assert '<option value="materialize_once" selected>' in page
+    body = page[:page.index("<script>")]
+    assert re.search(r"materialize once</em> in the simulation \(its section 7[^:]*\): 114 FLOP/B", body)
+    assert re.search(r"write and read</em> in the text of section 3[^:]*: 31 FLOP/B", body)
+
+
+def test_expert_view_is_a_toggle_and_the_basic_view_hides_its_controls(page):
+    found = tags(page)
+    (button,) = [a for t, a in found if t == "button" and a.get("id") == "expert"]
+    assert button["aria-pressed"] == "false" and button["type"] == "button"
+    assert '<body class="basic">' in page
+    expert_only = {a.get("id") for t, a in found if "expert-only" in (a.get("class") or "").split()}
+    assert {"widths", "modes", "out-flops", "out-bytes", "out-compute", "out-memory"} <= expert_only
+    assert {f"shape-{w.key}" for w in sim_workloads()} <= expert_only
+    assert ".basic .expert-only" in page
+    assert ">Reset to the chapter&rsquo;s settings</button>" in page

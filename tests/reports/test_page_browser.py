@@ -55,9 +55,13 @@ class Page:
     def __init__(self, driver: Any, keys: Any, by: Any, select: Any, url: str) -> None:
         self.d, self.keys, self.by, self.select, self.url = driver, keys, by, select, url
 
-    def reset(self, width: int = 1280) -> None:
+    def reset(self, width: int = 1280, expert: bool = True) -> None:
+        """A fresh page; in the Expert view unless ``expert`` is False (the tests that move
+        the shape, width and peak controls need it: the basic view hides them)."""
         self.d.set_window_size(width, 1000)
         self.d.get(self.url)
+        if expert:
+            self.click("expert")
 
     def el(self, id_: str) -> Any:
         return self.d.find_element(self.by.ID, id_)
