@@ -192,7 +192,7 @@ def _decode(key: str, label: str, batch: int, m: TransformerModel) -> SimWorkloa
         (("", a),), shown, limit(a.intensity, s.B), tag=s.B.name)
 
 
-#: Unfused attention's two traffic models, as the page names them.
+#: Unfused attention's two traffic models, as the page names them (name: what each adds).
 CONVENTIONS: Mapping[Unfused, str] = {
     Unfused.MATERIALIZE_ONCE: "materialize once: one S × S matrix per head written once "
                               "(hS²b more)",
@@ -209,7 +209,7 @@ def _attention(m: TransformerModel, mode: Unfused) -> SimWorkload:
                   _model_names(m)[2:], f"D = {grouped(m.d_model)} wide, h = {m.heads} heads")
     return SimWorkload(
         "attention", "attention prefill", "attention",
-        f"The attention core (QK^T, softmax, PV) of one layer of the {m.name} model over S "
+        f"The attention core (QK\u1d40, softmax, PV) of one layer of the {m.name} model over S "
         f"tokens, causal: fused keeps the S x S matrices on chip, unfused writes them to "
         f"memory (opens on {mode.value.replace('_', ' ')}; the other convention is one "
         "choice away).",
@@ -339,6 +339,7 @@ def conventions(unfused: Unfused | str = Unfused.MATERIALIZE_ONCE) -> list[dict[
     for u, meaning in CONVENTIONS.items():
         a = attention(s.S, m.d_model, m.heads, fused=False, unfused=u)
         out.append({"value": u.value, "meaning": meaning, "seed": _SEED_USES[u],
+                    "short": f"{meaning.split(':')[0]} ({meaning.rsplit('(', 1)[1]}",
                     "default": u is default,
                     "at_seed": figure(a.intensity.subs(at))})
     return out

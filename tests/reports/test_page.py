@@ -435,8 +435,12 @@ def test_both_unfused_conventions_are_offered_and_placed_in_the_seed(page):
     assert options == ["materialize_once", "write_and_read"]
     assert '<option value="materialize_once" selected>' in page
     body = page[:page.index("<script>")]
-    assert re.search(r"materialize once</em> in the simulation \(its section 7[^:]*\): 114 FLOP/B", body)
-    assert re.search(r"write and read</em> in the text of section 3[^:]*: 31 FLOP/B", body)
+    # beside the select and again under "What the model leaves out": where the seed uses each
+    assert re.search(r"<em>materialize once: [^<]*</em>\. The seed uses it in the simulation "
+                     r"\(its section 7[^:]*\): 114 FLOP/B", body)
+    assert re.search(r"<em>write and read: [^<]*</em>\. The seed uses it in the text of "
+                     r"section 3[^:]*: 31 FLOP/B", body)
+    assert re.search(r"<em>materialize once: [^<]*</em>: in the simulation [^,]*, giving 114", body)
 
 
 def test_expert_view_is_a_toggle_and_the_basic_view_hides_its_controls(page):

@@ -489,3 +489,153 @@ def test_every_control_moves_the_page(fresh: Page):
         fresh.shot(f"moved-{name}")
     assert fresh.outputs()["intensity"] == "2,731 FLOP/B"       # reset: the seed's settings
     assert fresh.errors() == []
+
+
+# ---------------------------------------------------------------------------
+# issue 21 section 3: labels, the Expert view, conventions, sources
+
+LABEL_CHECK = """
+    const boxes = (sel) => [...document.querySelectorAll(sel)].map((e) => {
+        const r = e.getBoundingClientRect();
+        return {x0: r.left, x1: r.right, y0: r.top, y1: r.bottom, text: e.textContent,
+                names: e.dataset.names || null, marker: e.dataset.workload || (e.classList.contains('ridge') ? 'ridge' : null)};
+    });
+    const hit = (a, b) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+    const labels = boxes('#chart text');
+    const markers = boxes('#chart circle');
+    const bad = [];
+    for (let i = 0; i < labels.length; i++) {
+        for (let j = i + 1; j < labels.length; j++) {
+            if (hit(labels[i], labels[j])) bad.push(['labels', labels[i].text, labels[j].text]);
+        }
+        for (const m of markers) {
+            if (m.marker !== labels[i].names && hit(labels[i], m)) bad.push(['marker', labels[i].text, m.marker]);
+        }
+    }
+    const points = [...document.querySelectorAll('#chart circle.point')].map((c) => c.dataset.workload);
+    const named = labels.filter((l) => l.names).map((l) => l.names);
+    return {bad: bad, points: points, named: named, count: labels.length};
+"""
+
+
+def _labels_are_clear(page: Page, where: str) -> None:
+    got = page.d.execute_script(LABEL_CHECK)
+    assert got["bad"] == [], (where, got["bad"])
+    for key in got["points"]:                    # every point is named by exactly one label
+        assert got["named"].count(key) == 1, (where, key, got["named"])
+    assert got["count"] >= len(got["points"]) + 4, where   # ticks, axes and the roof labelled too
+
+
+@pytest.mark.parametrize("width", [1280, 360])
+def test_labels_never_overlap_after_each_try_button(page: Page, width: int):
+    """No two chart texts intersect (getBoundingClientRect) and no label covers a marker it
+    does not name: at the defaults, after each Try button, and in the basic view."""
+    page.reset(width, expert=False)
+    _labels_are_clear(page, "defaults, basic view")
+    buttons = page.d.execute_script(
+        "return [...document.querySelectorAll('button[data-try]')].map((b) => b.id);")
+    assert len(buttons) == 6
+    for id_ in buttons:
+        page.click(id_)
+        _labels_are_clear(page, f"{id_} at {width} px")
+        page.click("workload")   # focus moves off the button; the chart stays
+    page.click("reset")
+    _labels_are_clear(page, "after reset")
+    for key in KEYS:           # every workload selected in turn (its label bold, first placed)
+        page.choose("workload", key)
+        _labels_are_clear(page, f"{key} selected at {width} px")
+    assert page.errors() == []
+
+
+def test_try_buttons_start_from_the_chapters_settings(fresh: Page):
+    """A Try button resets first, so one prompt's change does not pile onto another's."""
+    fresh.click("try-0-bits")                        # 8-bit
+    fresh.click("try-0-shrink")                      # then N = 128: back at 16 bits
+    assert fresh.el("width-2").is_selected() and fresh.outputs()["intensity"] == "124 FLOP/B"
+    fresh.click("try-0-unfuse")                      # then unfused: big GEMM's N is 8,192 again
+    out = fresh.outputs()
+    assert out["gemm-big/intensity"] == "2,731" and out["intensity"] == "114 FLOP/B"
+    fresh.set(chip="mi300x", workload="decode-large", values={"B": 2})
+    fresh.click("try-1-batch")
+    assert fresh.el("chip").get_attribute("value") == "h100-sxm"
+    assert fresh.outputs()["decode-small/intensity"] == "1.0"
+
+
+def test_expert_view_toggle(page: Page):
+    page.reset(1280, expert=False)
+    button = page.el("expert")
+    assert button.get_attribute("aria-pressed") == "false"
+    assert "Basic view" in page.text("view-state")
+    hidden = ("width-2", "mode-seed", "gemm-big-M", "out-flops", "out-compute", "row-relu-time")
+    assert not any(page.el(id_).is_displayed() for id_ in hidden)
+    assert page.el("out-intensity").is_displayed() and page.el("chip").is_displayed()
+    assert page.el("formula-intensity").is_displayed()
+    # keyboard: Tab reaches the toggle, Space and Enter press it
+    page.d.execute_script("document.activeElement.blur(); window.scrollTo(0, 0);")
+    page.d.find_element(page.by.TAG_NAME, "body").send_keys(page.keys.TAB)
+    for _ in range(10):
+        if page.d.switch_to.active_element.get_attribute("id") == "expert":
+            break
+        page.d.switch_to.active_element.send_keys(page.keys.TAB)
+    assert page.d.switch_to.active_element.get_attribute("id") == "expert"
+    page.d.switch_to.active_element.send_keys(page.keys.SPACE)
+    assert button.get_attribute("aria-pressed") == "true" and "Expert view:" in page.text("view-state")
+    assert all(page.el(id_).is_displayed() for id_ in hidden)
+    assert page.outputs()["flops"] == "1.1 TFLOP"
+    page.d.switch_to.active_element.send_keys(page.keys.ENTER)
+    assert button.get_attribute("aria-pressed") == "false"
+    assert not page.el("out-flops").is_displayed()
+    page.click("try-0-unfuse")                        # a Try button opens the Expert view
+    assert button.get_attribute("aria-pressed") == "true"
+    assert page.el("attention-fused").is_displayed()
+    assert page.errors() == []
+
+
+def test_unfused_conventions_on_the_page(fresh: Page):
+    fresh.set(workload="attention")
+    assert not fresh.el("attention-unfused").is_enabled()     # fused: no convention applies
+    assert fresh.text("formula-intensity") == "I = F/Q = S/(2b)"
+    fresh.set(workload="attention", fused=False)
+    assert fresh.el("attention-unfused").is_enabled()
+    assert fresh.outputs()["intensity"] == "114 FLOP/B"
+    assert fresh.text("formula-bytes") == "Q = 4SDb + hS²b"
+    fresh.choose("attention-unfused", "write_and_read")
+    out = fresh.outputs()
+    assert out["intensity"] == "31 FLOP/B"
+    assert fresh.text("formula-bytes") == "Q = 4SDb + 4hS²b"
+    a = sr.workloads.attention(s.S, 4096, 32, fused=False, unfused="write_and_read")
+    assert out["bytes"] == prefixed(sr.evaluate(a.bytes, {s.S: 4096, s.b: 2}), "B")
+    fresh.shot("unfused-write-and-read")
+    fresh.click("reset")
+    assert fresh.el("attention-unfused").get_attribute("value") == "materialize_once"
+
+
+def test_formulas_and_sources_shown(fresh: Page):
+    fresh.set(workload="decode-large")
+    assert fresh.text("formula-flops") == "F = B(2P + 4LSD)"
+    assert fresh.text("formula-ceiling") == "I \u2192 (2P + 4LSD)/(2bLSD) = (12D/S + 2)/b as B \u2192 \u221e"
+    assert "P = 12LD²" in fresh.text("formula-where")
+    fresh.set(workload="gemm-big")
+    assert fresh.text("formula-special") == "I = 2n/(3b) when M = N = K = n"
+    assert not fresh.el("formula-where-item").is_displayed()
+    h100 = hardware.get("h100-sxm")
+    assert fresh.text("src-bandwidth") == h100.source("memory.hbm")
+    assert fresh.text("src-peak") == h100.source("peak.matrix.bf16")
+    assert fresh.text("chip-file") == "h100-sxm.toml"
+    fresh.set(chip="mi300x", width=1, mode="chip")
+    mi = hardware.get("mi300x")
+    assert fresh.text("src-peak") == mi.source("peak.matrix.fp8")
+    page_text = fresh.d.execute_script("return document.getElementById('results').innerText;")
+    assert not any(c in page_text for c in ("12884901888", "**", "*B"))
+
+
+def test_screenshots_of_both_views(page: Page):
+    """With SYMROOF_PAGE_SHOTS: the basic and the Expert view at desktop and phone widths."""
+    for width, name in ((1280, "desktop"), (360, "360")):
+        page.reset(width, expert=False)
+        page.shot(f"basic-{name}", width=width)
+        page.reset(width, expert=True)
+        page.shot(f"expert-{name}", width=width)
+        page.click("try-1-batch")
+        page.shot(f"expert-try-batch-{name}", width=width)
+    assert page.errors() == []
