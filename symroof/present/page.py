@@ -1,8 +1,11 @@
-"""The Try-it page: seed 000's roofline simulation (its Expert view) as one HTML file.
+"""The Try-it page: seed 000's roofline simulation (basic and Expert view) as one HTML file.
 
 The page's workloads are the engine's: each formula F, Q, I is derived by a workload
 builder and printed into the page's script by SymPy's JavaScript printer
-(:mod:`symroof.present.page_js`); the chip table is written from the hardware TOML files;
+(:mod:`symroof.present.page_js`), and shown to the reader in the seed's notation
+(``2P + 4LSD``; :mod:`symroof.present.page_notation`, each form checked exactly against
+the engine's formula); the chip table, each figure with its source, is written from the
+hardware TOML files;
 numbers are formatted by the rules of :mod:`symroof.present.page_format`, mirrored in
 the script. The script draws the log-log chart itself (inline SVG), so the page needs no
 network. ``symroof sim`` writes it; rendering twice gives the same bytes.
@@ -181,8 +184,8 @@ def _model_names(m: TransformerModel) -> tuple[tuple[sp.Symbol, sp.Expr], ...]:
 def _decode(key: str, label: str, batch: int, m: TransformerModel) -> SimWorkload:
     a = decode(m, s.B, s.S)
     shown = Shown((("B(2P + 4LSD)", "bP + 2bBLSD", "B(2P + 4LSD)/(b(P + 2BLSD))"),),
-                  _model_names(m), f"P = 12LD² weights, L = {m.layers} layers, "
-                  f"D = {grouped(m.d_model)} wide", ("(2P + 4LSD)/(2bLSD)", "(12D/S + 2)/b"))
+                  _model_names(m), f"P = 12LD² (the weights), L = {m.layers} (layers), "
+                  f"D = {grouped(m.d_model)} (width)", ("(2P + 4LSD)/(2bLSD)", "(12D/S + 2)/b"))
     return SimWorkload(
         key, label, "decode", f"One decode step of the {m.name} model ({m.layers} layers, width "
         f"{m.d_model}, multi-head attention): all weights and each sequence's KV cache are "
@@ -206,7 +209,7 @@ def _attention(m: TransformerModel, mode: Unfused) -> SimWorkload:
     shown = Shown((("2S²D", "4SDb", "S/(2b)"),
                    ("2S²D", "4SDb + hS²b", "2S²D/(4SDb + hS²b)"),
                    ("2S²D", "4SDb + 4hS²b", "2S²D/(4SDb + 4hS²b)")),
-                  _model_names(m)[2:], f"D = {grouped(m.d_model)} wide, h = {m.heads} heads")
+                  _model_names(m)[2:], f"D = {grouped(m.d_model)} (width), h = {m.heads} (heads)")
     return SimWorkload(
         "attention", "attention prefill", "attention",
         f"The attention core (QK\u1d40, softmax, PV) of one layer of the {m.name} model over S "

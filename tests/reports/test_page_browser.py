@@ -289,6 +289,7 @@ def test_seeded_sample_matches_python(fresh: Page):
                         mode=c["mode"], fused=c["fused"] or c["key"] != "attention")
         assert {k: out[k] for k in want} == want, c
         assert out["msg"] == ""
+        _labels_are_clear(fresh, f"sample {c}")
     assert fresh.errors() == []
 
 
@@ -627,6 +628,22 @@ def test_formulas_and_sources_shown(fresh: Page):
     assert fresh.text("src-peak") == mi.source("peak.matrix.fp8")
     page_text = fresh.d.execute_script("return document.getElementById('results').innerText;")
     assert not any(c in page_text for c in ("12884901888", "**", "*B"))
+
+
+@pytest.mark.parametrize("width", [1280, 360])
+def test_labels_stay_clear_where_points_coincide(page: Page, width: int):
+    """Two workloads on one point (both GEMMs 8,192 cubed, both decodes at B = 64) and every
+    point crowded into two decades: each label still finds a free place, with a leader line."""
+    page.reset(width)
+    page.set(workload="gemm-small", values={"M": 8192, "N": 8192, "K": 8192})
+    page.set(workload="decode-small", values={"B": 64})
+    _labels_are_clear(page, "coincident points")
+    page.set(workload="attention", values={"S": 8192})
+    page.set(workload="gemm-big", values={"M": 2048, "N": 2048, "K": 2048})
+    page.set(workload="relu", values={"n": 1})
+    _labels_are_clear(page, "crowded")
+    page.shot(f"crowded-{width}", width=width)
+    assert page.errors() == []
 
 
 def test_screenshots_of_both_views(page: Page):
