@@ -11,7 +11,11 @@ Rounding rules (a claim's ``rounding`` table, one key):
 - ``less_than``, ``at_most``, ``greater_than``, ``at_least`` (= true): the claim is a bound.
 
 Comparisons are exact (rationals), so a figure that rounds to the claim matches however
-many digits the derivation carries.
+many digits the derivation carries. An irrational derivation is compared at
+:data:`DIGITS` significant digits, so ``sig`` and ``decimals`` are at most that many
+(a document prints far fewer); two formulas are compared within the budget's size and
+degree limits, their difference cancelled in the guarded child unless it is light
+(:mod:`symroof.budget`).
 
 >>> status(sp.Rational(8192, 3), sp.Integer(2731), {"sig": 4})
 'match'
@@ -21,17 +25,28 @@ many digits the derivation carries.
 'mismatch'
 >>> tolerance_text({"rel": 0.05})
 'within 5%'
+>>> check_rounding({"sig": 400}, "f.toml:9: claim 'x' field 'rounding'")
+Traceback (most recent call last):
+...
+symroof.errors.SymroofError: f.toml:9: claim 'x' field 'rounding'.sig: expected an integer from 1 to 40 (significant figures as printed), got 400
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+import math
+
 import sympy as sp
 
+from symroof.budget import check_expr, check_number, guarded, light
 from symroof.errors import SymroofError
 
-__all__ = ["RULES", "check_rounding", "status", "tolerance_text"]
+__all__ = ["RULES", "DIGITS", "check_rounding", "status", "tolerance_text"]
+
+#: Significant digits an irrational derived value is compared at; ``sig`` and
+#: ``decimals`` may not ask for more.
+DIGITS = 40
 
 RULES = ("exact", "sig", "decimals", "rel", "abs", "orders", "less_than", "at_most",
          "greater_than", "at_least")
@@ -47,11 +62,16 @@ def check_rounding(rounding: object, where: str) -> dict[str, object]:
         raise SymroofError(f"{where}: unknown rounding rule {rule!r}; expected one of "
                            f"{', '.join(RULES)}")
     if rule in ("sig", "decimals"):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise SymroofError(f"{where}.{rule}: expected a non-negative integer, got {value!r}")
+        low = 1 if rule == "sig" else 0
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= DIGITS:
+            what = "significant figures" if rule == "sig" else "decimals"
+            raise SymroofError(f"{where}.{rule}: expected an integer from {low} to {DIGITS} "
+                               f"({what} as printed), got {value!r}")
     elif rule in ("rel", "abs", "orders"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise SymroofError(f"{where}.{rule}: expected a positive number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                math.isfinite(value) and value > 0):
+            raise SymroofError(f"{where}.{rule}: expected a positive finite number, got "
+                               f"{value!r}")
     elif value is not True:
         raise SymroofError(f"{where}.{rule}: expected true, got {value!r}")
     return {rule: value}
@@ -86,11 +106,16 @@ def status(derived: sp.Expr, claimed: sp.Expr, rounding: Mapping[str, object],
     if derived.free_symbols or claimed.free_symbols:
         if rule != "exact":
             raise SymroofError(f"rounding {rule}: a formula compares exactly, not by {rule}")
-        return "match" if sp.cancel(derived - claimed) == 0 else "mismatch"
-    if derived.has(sp.oo, -sp.oo, sp.zoo, sp.nan):
+        difference = derived - claimed
+        check_expr(difference, "comparing the derived formula with the claimed one")
+        same = guarded("comparing the derived formula with the claimed one", _is_zero,
+                       difference, unguarded=light(difference))
+        return "match" if same else "mismatch"
+    if derived.has(sp.oo, -sp.oo, sp.zoo, sp.nan) or derived.is_real is False:
         return "mismatch"
-    # an irrational derivation (a square root) is compared at 40 significant digits
-    d = derived if derived.is_Rational else sp.Rational(str(sp.N(derived, 40)))
+    check_number(derived, "the derived value")
+    # an irrational derivation (a square root) is compared at DIGITS significant digits
+    d = derived if derived.is_Rational else _decimal(derived)
     c = _rational(claimed)
     unit = sp.Rational(scale)
     ok = {
@@ -105,6 +130,19 @@ def status(derived: sp.Expr, claimed: sp.Expr, rounding: Mapping[str, object],
         "greater_than": lambda: d > c, "at_least": lambda: d >= c,
     }[rule]()
     return "match" if ok else "mismatch"
+
+
+def _is_zero(difference: sp.Expr) -> bool:
+    return bool(sp.cancel(difference) == 0)
+
+
+def _decimal(value: sp.Expr) -> sp.Rational:
+    """An irrational number as a rational at :data:`DIGITS` significant digits."""
+    approx = sp.N(value, DIGITS)
+    if not approx.is_Float:
+        raise SymroofError(f"the derived value {str(value)[:60]} has no numeric value to "
+                           "compare")
+    return sp.Rational(str(approx))
 
 
 def tolerance_text(rounding: Mapping[str, object]) -> str:

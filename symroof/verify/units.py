@@ -8,6 +8,17 @@ binary ones powers of 2, as everywhere in symroof.
 (1000000000, 1024, 1/1000, 1/100)
 >>> base("TB/s"), base("tokens/s")
 ('B/s', 'tokens/s')
+
+Each base unit has a dimension (:data:`UNIT_DIMENSIONS`, a small hand-written table: the
+units are the roofline's own, FLOP, bytes, seconds and their ratios, which SymPy's
+physics units do not have, and counts such as tokens are plain numbers, so that FLOP
+per token measures FLOPs). A claim's unit must fit the dimension of the quantity it
+reads:
+
+>>> check_unit("TFLOP/s", "intensity", "ridge.toml:3: claim 'r' field 'unit'")
+Traceback (most recent call last):
+...
+symroof.errors.SymroofError: ridge.toml:3: claim 'r' field 'unit': 'TFLOP/s' measures a compute rate, but the value is an intensity; expected a unit such as FLOP/B, OP/B (prefixes allowed: kFLOP/B, ...)
 """
 
 from __future__ import annotations
@@ -16,7 +27,8 @@ import sympy as sp
 
 from symroof.errors import SymroofError, suggest
 
-__all__ = ["BASE_UNITS", "QUANTITY_UNITS", "scale", "base", "split"]
+__all__ = ["BASE_UNITS", "QUANTITY_UNITS", "UNIT_DIMENSIONS", "DIMENSIONS", "scale", "base",
+           "split", "dimension", "check_unit"]
 
 #: Units a claim may state (before any prefix), each with what it measures.
 BASE_UNITS = {
@@ -40,6 +52,24 @@ QUANTITY_UNITS = {
     "attainable": "FLOP/s", "peak": "FLOP/s", "bandwidth": "B/s", "ridge": "FLOP/B",
     "params": "parameters", "active_params": "parameters", "kv_bytes_per_token": "B/token",
     "weight_bytes_total": "B", "capacity": "sequences",
+}
+
+#: What each dimension is, in words.
+DIMENSIONS = {
+    "work": "a count of operations", "bytes": "a number of bytes", "time": "a time",
+    "intensity": "an intensity", "rate": "a compute rate", "bandwidth": "a bandwidth",
+    "per_time": "a rate per second", "number": "a plain number",
+}
+
+#: The dimension of each base unit (counts of tokens, parameters... are plain numbers).
+UNIT_DIMENSIONS = {
+    "FLOP": "work", "MAC": "work", "OP": "work", "B": "bytes", "s": "time", "h": "time",
+    "days": "time", "FLOP/B": "intensity", "OP/B": "intensity", "FLOP/s": "rate",
+    "OP/s": "rate", "B/s": "bandwidth", "FLOP/token": "work", "B/token": "bytes",
+    "B/parameter": "bytes", "tokens": "number", "tokens/s": "per_time",
+    "parameters": "number", "values": "number", "elements": "number", "sequences": "number",
+    "layers": "number", "rows": "number", "ratio": "number", "x": "number", "%": "number",
+    "-": "number",
 }
 
 _DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
@@ -78,3 +108,23 @@ def scale(unit: str) -> sp.Expr:
 def base(unit: str) -> str:
     """The base unit (``TB/s`` -> ``B/s``)."""
     return split(unit)[1]
+
+
+def dimension(unit: str) -> str:
+    """The dimension a unit measures (``TB/s`` -> ``bandwidth``)."""
+    return UNIT_DIMENSIONS[base(unit)]
+
+
+def check_unit(unit: str, dim: str, where: str) -> None:
+    """A SymroofError at ``where`` unless ``unit`` measures ``dim``, naming the units
+    that would fit."""
+    if dimension(unit) == dim:
+        return
+    fits = [u for u, d in UNIT_DIMENSIONS.items() if d == dim]
+    prefixed = next((u for u in fits if u in _PREFIXABLE), None)
+    more = (f" (prefixes allowed: {'m' if prefixed == 's' else 'k'}{prefixed}, ...)"
+            if prefixed else "")
+    shown = DIMENSIONS[dimension(unit)]
+    raise SymroofError(f"{where}: {unit!r} measures {shown.replace('a number of ', '')}, but "
+                       f"the value is {DIMENSIONS[dim]}; expected a unit such as "
+                       f"{', '.join(fits)}{more}")
