@@ -24,7 +24,7 @@ from symroof.measure.timing import Timing
 from symroof.hardware import PRECISIONS
 
 __all__ = ["chip_name", "chip_table", "chip_toml", "machine_spec", "write_chip_file",
-           "shipped_hardware_dir", "decimal_text"]
+           "shipped_hardware_dir", "check_chip_path", "decimal_text"]
 
 _SIG = 6      # significant digits written: far below any measurement's noise
 
@@ -182,14 +182,11 @@ def shipped_hardware_dir() -> Path:
     return Path(hardware.__file__).resolve().parent
 
 
-def write_chip_file(machine: Machine, path: str | os.PathLike[str], *, name: str | None = None,
-                    overwrite: bool = False) -> Path:
-    """Write the measured chip file to ``path`` (a ``.toml`` file outside the package).
-
-    Refuses the package's hardware directory (measured figures never enter a shipped
-    chip file) and an existing file unless ``overwrite``. The text is checked to load
-    before it is moved into place.
-    """
+def check_chip_path(path: str | os.PathLike[str], *, overwrite: bool = False,
+                    flag: str = "overwrite=True") -> Path:
+    """Where a chip file may be written (checked before measuring): a ``.toml`` name,
+    outside the package's hardware directory, in a folder that exists or can be made,
+    not an existing file unless ``overwrite`` (``flag`` names how to ask for that)."""
     target = Path(os.fspath(path)).expanduser().resolve()
     if target.suffix != ".toml":
         raise SymroofError(f"{os.fspath(path)}: a chip file's name must end in .toml")
@@ -198,8 +195,26 @@ def write_chip_file(machine: Machine, path: str | os.PathLike[str], *, name: str
         raise SymroofError(f"{os.fspath(path)}: refusing to write measured figures into "
                            f"symroof's shipped hardware directory ({shipped}); write the file "
                            f"elsewhere and pass --hardware FILE.toml")
-    if target.exists() and not overwrite:
-        raise SymroofError(f"{os.fspath(path)}: file exists; pass overwrite=True to replace it")
+    if target.is_dir():
+        raise SymroofError(f"{os.fspath(path)}: a folder, not a file")
+    if (target.exists() or target.is_symlink()) and not overwrite:
+        raise SymroofError(f"{os.fspath(path)}: file exists; pass {flag} to replace it")
+    parent = next((p for p in target.parents if p.exists()), None)
+    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise SymroofError(f"{os.fspath(path)}: cannot write there ({parent} is not a "
+                           "writable folder)")
+    return target
+
+
+def write_chip_file(machine: Machine, path: str | os.PathLike[str], *, name: str | None = None,
+                    overwrite: bool = False) -> Path:
+    """Write the measured chip file to ``path`` (a ``.toml`` file outside the package).
+
+    Refuses the package's hardware directory (measured figures never enter a shipped
+    chip file) and an existing file unless ``overwrite``. The text is checked to load
+    before it is moved into place.
+    """
+    target = check_chip_path(path, overwrite=overwrite)
     text = chip_toml(machine, name=name)
 
     parse_spec(tomllib.loads(text), os.fspath(path))     # never leave an unloadable file

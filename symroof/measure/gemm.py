@@ -19,8 +19,10 @@ from typing import Any
 from symroof.errors import SymroofError
 from symroof.evaluate import roofline
 from symroof.hardware import HardwareSpec, get, load
-from symroof.measure.kernels import (NUMPY_DTYPES, cache_flusher, check_gemm, gemm_kernel,
-                                     resolve_device)
+from symroof.budget import check_rows
+from symroof.measure.kernels import (NUMPY_DTYPES, cache_flusher, check_gemm, check_gemm_shape,
+                                     gemm_kernel, resolve_device)
+from symroof.measure.limits import check_reps, check_seconds
 from symroof.measure.chipfile import machine_spec
 from symroof.measure.machine import Machine
 from symroof.measure.probe import Load, LoadMeter, blas_info, host_info
@@ -179,6 +181,15 @@ def measure_gemm(shapes: Iterable[tuple[int, int, int]], hw: Machine | HardwareS
     dev = resolve_device(device)
     lib = library or ("numpy" if dev == "cpu" and precision in NUMPY_DTYPES else "torch")
     check_gemm(lib, precision, dev)          # before any spec lookup or timing
+    shapes = list(shapes)
+    check_rows([("shapes", len(shapes))], "measure gemm")
+    check_reps(reps, warmup, "measure gemm")
+    check_seconds(warmup_s, "warmup_s", "measure gemm")
+    check_seconds(min_rep_s, "min_rep_s", "measure gemm")
+    for shape in shapes:                     # every shape fits before the first is timed
+        if not (isinstance(shape, tuple) and len(shape) == 3):
+            raise SymroofError(f"measure gemm: expected (M, N, K) shapes, got {shape!r}")
+        check_gemm_shape(*shape, precision)
     spec = target_spec(hw)
     roof_peak, source = _peak(hw, spec, precision, peak)
     flush = _flusher(dev) if flush_cache else None

@@ -14,9 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from symroof.errors import SymroofError
+from symroof.measure.limits import ITEMSIZE, check_bytes
 from symroof.measure.probe import require_torch, torch_available
 
-__all__ = ["LIBRARIES", "NUMPY_DTYPES", "TORCH_DTYPES", "Kernel", "gemm_kernel",
+__all__ = ["LIBRARIES", "NUMPY_DTYPES", "TORCH_DTYPES", "Kernel", "gemm_kernel", "gemm_bytes",
+           "check_gemm_shape",
            "stream_kernel", "check_gemm", "resolve_device", "default_libraries",
            "default_precisions", "cache_flusher", "STREAM_KERNELS", "STREAM_ARRAYS"]
 
@@ -90,13 +92,24 @@ def check_gemm(library: str, precision: str, device: str) -> None:
         raise SymroofError("measure: tf32 is a CUDA tensor-core format; on the CPU use fp32")
 
 
+def gemm_bytes(m: int, n: int, k: int, precision: str) -> int:
+    """Bytes of a GEMM's operands: A (m x k), B (k x n) and C (m x n)."""
+    return (m * k + k * n + m * n) * ITEMSIZE.get(precision, 8)
+
+
+def check_gemm_shape(m: int, n: int, k: int, precision: str) -> None:
+    """Positive integer sizes whose operands fit the memory limit (before allocating)."""
+    for name, dim in (("M", m), ("N", n), ("K", k)):
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
+            raise SymroofError(f"measure gemm: {name} must be a positive integer, got {dim!r}")
+    check_bytes(gemm_bytes(m, n, k, precision), f"measure gemm M={m} N={n} K={k} {precision}")
+
+
 def gemm_kernel(library: str, precision: str, m: int, n: int, k: int,
                 device: str = "cpu", seed: int = 0) -> Kernel:
     """``C[m,n] = A[m,k] @ B[k,n]`` with random operands, written into a preallocated C."""
     check_gemm(library, precision, device)
-    for name, dim in (("M", m), ("N", n), ("K", k)):
-        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
-            raise SymroofError(f"measure gemm: {name} must be a positive integer, got {dim!r}")
+    check_gemm_shape(m, n, k, precision)
     if library == "numpy":
         import numpy as np
 
@@ -141,6 +154,8 @@ def stream_kernel(library: str, kernel: str, elements: int, device: str = "cpu")
     check_gemm(library, "fp64", device)
     if not isinstance(elements, int) or isinstance(elements, bool) or elements < 1:
         raise SymroofError(f"measure: stream elements must be a positive integer, got {elements!r}")
+    check_bytes(3 * 8 * elements, f"measure: STREAM {kernel} over 3 arrays of {elements} "
+                "float64 values")
     if library == "numpy":
         import numpy as np
 
@@ -171,6 +186,7 @@ def cache_flusher(nbytes: int) -> Callable[[], object]:
     """A callable that writes ``nbytes`` of fresh data, evicting operands from CPU caches."""
     import numpy as np
 
+    check_bytes(nbytes, "measure: the cache flush buffer (--cold)")
     junk = np.zeros(max(nbytes // 8, 1))
 
     def flush() -> None:

@@ -18,8 +18,10 @@ from typing import Any
 
 from symroof.errors import SymroofError
 from symroof.measure.kernels import (NUMPY_DTYPES, STREAM_ARRAYS, STREAM_KERNELS,
-                                     TORCH_DTYPES, default_libraries, default_precisions,
-                                     gemm_kernel, resolve_device, stream_kernel)
+                                     TORCH_DTYPES, check_gemm_shape, default_libraries,
+                                     default_precisions, gemm_kernel, resolve_device,
+                                     stream_kernel)
+from symroof.measure.limits import check_bytes, check_reps, check_seconds
 from symroof.measure.probe import (BlasInfo, CacheLevel, HostInfo, Load, LoadMeter, TorchInfo,
                                    blas_info, host_info, torch_info)
 from symroof.measure.timing import Timing, time_call
@@ -203,6 +205,10 @@ def measure_machine(*, device: str = "cpu", libraries: Sequence[str] | None = No
     each library's own list (numpy fp64, fp32; torch on the CPU fp32, bf16). Arrays
     default to 4x the caches the OS reports; GEMMs to n = 2048 (CPU) or 8192 (CUDA).
     """
+    check_reps(reps, warmup, "measure machine")
+    check_reps(stream_reps, warmup, "measure machine (STREAM)")
+    check_seconds(warmup_s, "warmup_s", "measure machine")
+    check_seconds(min_rep_s, "min_rep_s", "measure machine")
     meter = LoadMeter()
     dev = resolve_device(device)
     host = host_info()
@@ -224,6 +230,10 @@ def measure_machine(*, device: str = "cpu", libraries: Sequence[str] | None = No
     if missing:        # refuse before spending minutes measuring the rest
         raise SymroofError(f"measure machine: no library here measures {', '.join(missing)} "
                            f"(libraries: {', '.join(libs)}; bf16 and fp16 need torch)")
+    for _, p in plan:  # every operand fits before the first measurement
+        check_gemm_shape(n, n, n, p)
+    check_bytes(3 * 8 * elements, f"measure machine: STREAM over 3 arrays of {elements} "
+                "float64 values")
     peaks = [measure_peak(lib, p, n, device=dev, reps=reps, warmup=warmup, warmup_s=warmup_s,
                           min_rep_s=min_rep_s, blas=blas) for lib, p in plan]
     bws = [measure_bandwidth(lib, k, elements, device=dev, reps=stream_reps, warmup=warmup,

@@ -19,15 +19,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import sympy as sp
+
+from symroof.budget import check_rows
 from symroof.errors import SymroofError
 from symroof.evaluate import roofline
 from symroof.hardware import HardwareSpec
 from symroof.measure.gemm import target_spec
 from symroof.measure.kernels import TORCH_DTYPES, resolve_device
+from symroof.measure.limits import ITEMSIZE, check_bytes, check_reps, check_seconds
 from symroof.measure.machine import Machine
 from symroof.measure.probe import Load, LoadMeter, cpu_model, require_transformers
 from symroof.measure.timing import Timing, time_call
-from symroof.models import from_hf_dict
+from symroof.models import TransformerModel, from_hf_dict
+from symroof.symbols import b
 from symroof.workloads import decode, prefill
 
 __all__ = ["ModelRow", "ModelRun", "measure_decode", "measure_prefill", "build_model",
@@ -183,8 +188,14 @@ def _measure(phase: str, config: Mapping[str, object] | str | os.PathLike[str],
     spec = target_spec(hw)
     spec.peak(precision)             # the chip must have this precision before any timing
     dev = resolve_device(device)
-    for b, n in shapes:
+    check_reps(reps, warmup, f"measure {phase}")
+    check_seconds(warmup_s, "warmup_s", f"measure {phase}")
+    check_rows([("shapes", len(shapes))], f"measure {phase}")
+    for b, n in shapes:                  # every shape fits before the model is built
         _check_shape(cfg, phase, b, n)
+        check_bytes(_memory_need(sym, phase, b, n, ITEMSIZE.get(precision, 8), attention),
+                    f"measure {phase} batch={b} {'past' if phase == 'decode' else 'seq'}={n} "
+                    f"{precision} (weights, KV cache, logits and activations)")
     model = build_model(cfg, precision=precision, device=dev, attention=attention)
     sync = torch.cuda.synchronize if dev == "cuda" else None
     rows = []
@@ -276,6 +287,28 @@ def _check_shape(cfg: Mapping[str, object], phase: str, batch: int, n: int) -> N
     if isinstance(limit, int) and need > limit:
         raise SymroofError(f"measure {phase}: {what}={n} needs {need} positions but the config "
                            f"allows {limit} (max_position_embeddings)")
+
+
+def _memory_need(sym: TransformerModel, phase: str, batch: int, n: int, itemsize: int,
+                 attention: str) -> int:
+    """A generous estimate of the bytes one step holds: the weights, the KV cache (twice:
+    transformers' cache grows by concatenation), the logits of every token and a few
+    activations per token, and eager attention's score matrices."""
+    def number(e: object) -> int:
+        value = sp.Integer(e) if isinstance(e, int) else e
+        if not isinstance(value, sp.Basic):
+            return 0
+        value = value.xreplace({b: itemsize})
+        return int(value) if value.is_number and value.is_finite else 0
+    tokens = batch * n
+    need = number(sym.params) * itemsize
+    if phase == "decode":   # the prefill that fills the cache computes n tokens' logits too
+        need += 2 * number(sym.kv_cache_bytes(sp.Integer(n + 1))) * batch
+    width = number(sym.vocab or 0) + 4 * number(sym.d_model) + 2 * number(sym.d_ff)
+    need += tokens * width * itemsize
+    if attention == "eager":
+        need += batch * number(sym.heads) * n * n * itemsize
+    return need
 
 
 def _cache_kwarg(model: Any) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from symroof.errors import SymroofError
+from symroof.measure.limits import check_reps, check_seconds
 
 __all__ = ["CLOCK", "SPREAD_WARN", "Timing", "time_call"]
 
@@ -87,10 +88,9 @@ def time_call(fn: Callable[[], object], *, warmup: int = 1, reps: int = 5,
     ``sync`` runs inside the timed region after the calls, and once before the clock
     starts (``torch.cuda.synchronize``: asynchronous devices must finish the work).
     """
-    if not isinstance(reps, int) or reps < 1:
-        raise SymroofError(f"timing: reps must be a positive integer, got {reps!r}")
-    if not isinstance(warmup, int) or warmup < 0:
-        raise SymroofError(f"timing: warmup must be a non-negative integer, got {warmup!r}")
+    check_reps(reps, warmup, "timing")
+    warmup_s = check_seconds(warmup_s, "warmup_s", "timing")
+    min_rep_s = check_seconds(min_rep_s, "min_rep_s", "timing")
     done = sync or (lambda: None)
     calls, start = 0, time.perf_counter_ns()
     while calls < warmup or (warmup_s > 0 and time.perf_counter_ns() - start < warmup_s * 1e9):
