@@ -28,7 +28,15 @@ listed in :data:`OPERATIONS` can be called.
 - ``{operation = "tile_for_ridge", args = [...]}`` for the operations in :data:`OPERATIONS`.
 - ``{over_hardware = [...], node = ..., reduce = "min"}`` (``"$hw"`` in the node).
 
-Every node may carry ``subs = {...}`` applied to its value.
+Every node may carry ``subs = {...}`` applied to its value (each symbol one the node
+uses; a value at a point: a dimension may be fractional or 0 there, never negative).
+
+A recipe meets the command line's standard (:mod:`symroof.budget`): every leaf, ``let``
+binding and node value is within the size, degree and digits limits; substitutions are
+refused before they would build a number past the digits limit; algebra on values that
+are not light, and a workload or model built from sizes that are not, runs in the
+guarded child under the seconds and memory limits. Each node takes only the keys
+:mod:`symroof.verify.grammar` lists for it.
 
 >>> ctx = Context({})
 >>> evaluate({"workload": {"builder": "gemm", "args": ["n", "n", "n"]}, "q": "I",
