@@ -513,6 +513,18 @@ LABEL_CHECK = """
             if (m.marker !== labels[i].names && hit(labels[i], m)) bad.push(['marker', labels[i].text, m.marker]);
         }
     }
+    // a leader line (label to its point) passes over no other marker
+    for (const line of document.querySelectorAll('#chart line.leader')) {
+        const [x1, y1, x2, y2] = ['x1', 'y1', 'x2', 'y2'].map((k) => Number(line.getAttribute(k)));
+        const svg = line.ownerSVGElement.getBoundingClientRect();
+        for (const m of markers) {
+            const inside = (x, y) => m.x0 <= x + svg.left && x + svg.left <= m.x1 && m.y0 <= y + svg.top && y + svg.top <= m.y1;
+            if (inside(x1, y1)) continue;          // its own marker (or one on the same spot)
+            for (let k = 1; k < 50; k++) {
+                if (inside(x1 + (x2 - x1) * k / 50, y1 + (y2 - y1) * k / 50)) { bad.push(['leader', m.marker]); break; }
+            }
+        }
+    }
     const points = [...document.querySelectorAll('#chart circle.point')].map((c) => c.dataset.workload);
     const named = labels.filter((l) => l.names).map((l) => l.names);
     return {bad: bad, points: points, named: named, count: labels.length};
