@@ -41,6 +41,10 @@ _Monomial = tuple[int, ...]
 _PolyDict = dict[_Monomial, Fraction]
 _Key = Callable[[sp.Basic], tuple[int, str]]
 
+#: Nesting of the name-as-a-factor search (F/Q is two levels): each level tries every
+#: name twice, so the work stays (2 * names)**_MAX_DEPTH cancels at most per fraction.
+_MAX_DEPTH = 2
+
 
 def expand_names(names: Names, where: str = "names") -> dict[sp.Symbol, sp.Expr]:
     """Each name's value in base symbols only (a value may use other declared names).
@@ -95,8 +99,9 @@ def rewrite(expr: sp.Expr, names: Names, *, require: Iterable[sp.Symbol] = (),
     for name in require:
         if name not in values:
             raise SymroofError(f"{where}: required name {name} is not declared")
-        if name not in result.free_symbols:
-            result = name * _rewrite(sp.cancel(base / values[name]), values, 1)
+        if name not in result.free_symbols:  # its value divided out; the rest without it
+            others = {n: v for n, v in values.items() if n != name}
+            result = name * _rewrite(sp.cancel(base / values[name]), others, 1)
     if result == base or sp.cancel(result.xreplace(values) - base) != 0:
         return expr
     return result
@@ -105,12 +110,15 @@ def rewrite(expr: sp.Expr, names: Names, *, require: Iterable[sp.Symbol] = (),
 def _rewrite(e: sp.Expr, values: dict[sp.Symbol, sp.Expr], depth: int) -> sp.Expr:
     if not e.free_symbols or not isinstance(e, sp.Expr):
         return e
-    if depth > len(values) + 1:
-        return e
     if not e.is_rational_function():
         args = [_rewrite(a, values, depth) if isinstance(a, sp.Expr) else a for a in e.args]
         return e.func(*args)
-    return _rational(e, values, depth)
+    whole = _rational(e, values, depth)
+    if whole.free_symbols & set(values) or not e.is_Add or e.is_polynomial():
+        return whole
+    # a sum of fractions no name fits as a whole (I + 1): its terms one by one
+    terms = sp.Add(*(_rewrite(t, values, depth) for t in e.args))
+    return terms if terms.free_symbols & set(values) else whole
 
 
 def _rational(e: sp.Expr, values: dict[sp.Symbol, sp.Expr], depth: int) -> sp.Expr:
@@ -129,13 +137,21 @@ def _rational(e: sp.Expr, values: dict[sp.Symbol, sp.Expr], depth: int) -> sp.Ex
     if used and not best.has(sp.Add):
         return best
     cost = budget.operations(best if used else e)
+    if depth >= _MAX_DEPTH:
+        return best if used else e
+    chosen: tuple[int, sp.Expr] | None = None
     for name, value in values.items():
-        rest = sp.cancel(c / value)
-        if budget.operations(rest) >= budget.operations(c):
-            continue
-        r = _rewrite(rest, values, depth + 1)
-        if not r.has(sp.Add) and budget.operations(name * r) < cost:
-            return name * r
+        # the name as a factor (B*I) or as a divisor (3*B/Q), times an Add-free rest
+        for power in (1, -1):
+            r = _rewrite(sp.cancel(c / value**power), values, depth + 1)
+            candidate = name**power * r   # F * (S/F) is no rewrite: the name must remain
+            if r.has(sp.Add) or name not in candidate.free_symbols:
+                continue
+            ops = budget.operations(candidate)
+            if ops <= cost and (chosen is None or ops < chosen[0]):  # a tie goes to the name
+                chosen = (ops, candidate)
+    if chosen is not None:
+        return chosen[1]
     return best if used else e
 
 
