@@ -200,6 +200,12 @@ BR_SPOT, AR_SPOT, BL_SPOT, AL_SPOT = (_Spot(6, 15, "start"), _Spot(6, -7, "start
                       _Spot(-6, -7, "end"))
 R_SPOT, L_SPOT = _Spot(8, 4, "start"), _Spot(-8, 4, "end")
 FAR = (_Spot(6, 27, "start"), _Spot(-6, -19, "end"), _Spot(6, -19, "start"), _Spot(-6, 27, "end"))
+# where no usual spot is clear: a ring further out, one text line (12 px) at a time, still
+# beside the point and nearer to it than to any other marker the layout left clear
+_FURTHER = tuple(_Spot(sx * dx, dy, a) for k in (1, 2, 3)
+                 for sx, dx, dy, a in ((1, 6, 27 + 12 * k, "start"), (-1, 6, -19 - 12 * k, "end"),
+                                       (1, 6, -19 - 12 * k, "start"), (-1, 6, 27 + 12 * k, "end"),
+                                       (1, 8 + 10 * k, 4, "start"), (-1, 8 + 10 * k, 4, "end")))
 _BASE = {"start": "base west", "end": "base east", "middle": "base"}   # TikZ anchors
 _SHAPES = {"dot": "mark=*, mark size=1.9pt, mark options={{fill={c}, draw={c}}}",
            "ring": "mark=*, mark size=1.7pt, "
@@ -243,6 +249,7 @@ class Canvas:
         self.legend_pos = ""
         self.boxes: list[_Box] = []                    # markers and labels placed so far
         self.dots: list[tuple[float, float]] = []      # samples along drawn lines
+        self.turned: list[tuple[float, float]] = []    # samples over turned (roof) labels
         self.colors: dict[str, str] = {}               # TeX colour name -> hex, in order of use
         self.ink = self.color(palette.ink)
 
@@ -309,6 +316,7 @@ class Canvas:
         left, top, right, bottom = self.frame
         inside = left <= box[0] and box[2] <= right and top <= box[1] and box[3] <= bottom
         return ((0 if inside else 1000) + 10 * sum(_overlap(box, b) for b in self.boxes)
+                + 10 * any(_holds(box, d) for d in self.turned)
                 + sum(_holds(box, d) for d in self.dots))
 
     def label(self, cls: str, text: str, spots: Sequence[tuple[float, float, _Spot]],
@@ -320,8 +328,11 @@ class Canvas:
             px, py = self.pixel(c[0], c[1])
             return _text_box(px + c[2].dx, py + c[2].dy, c[2].anchor, text, size)
         x, y, spot = min(spots, key=lambda c: self._score(box(c)))
-        if optional and self._score(box((x, y, spot))) >= 10:
-            return
+        if self._score(box((x, y, spot))) >= 10:     # covers a label or a marker: look further
+            if optional:
+                return
+            further = [(c[0], c[1], f) for c in spots[:1] for f in _FURTHER]
+            x, y, spot = min([(x, y, spot), *further], key=lambda c: self._score(box(c)))
         self.boxes.append(box((x, y, spot)))
         px, py = self.pixel(x, y)
         self._text(cls, text, px + spot.dx, py + spot.dy, spot.anchor, size)
@@ -342,6 +353,9 @@ class Canvas:
         offsets = [14.0] + [f * (length - width) for f in (0.35, 0.7) if length - width > 14]
         s = min(offsets, key=lambda s: sum(_holds(b, p) for b in self.boxes for p in midline(s)))
         self.dots += midline(s)
+        # the text's own band (baseline to ascent), so that later labels keep off it
+        self.turned += [(x + k * uy, y - k * ux) for x, y in midline(s)
+                        for k in (-0.35 * size, 0.0, 0.35 * size)]
         # the baseline starts 4 px above the line, on its normal (uy, -ux)
         angle = math.degrees(math.atan2(uy, ux))
         self._text(cls, text, x0 + s * ux + 4 * uy, y0 + s * uy - 4 * ux, "start", size, angle)

@@ -234,13 +234,13 @@ def _roofline(chart: RooflineChart, tex: bool, palette: Palette, size: tuple[int
         cv.label("ceiling-label", f"{label} {quantity(c, 'FLOP/s')}",
                  [(cv.x.hi, c, AL_SPOT), (cv.x.hi, c, BL_SPOT), (max(c / fastest, cv.x.lo), c, AR_SPOT),
                   (max(c / fastest, cv.x.lo), c, BR_SPOT)])
-    for x, y, _ in ridges:   # a ridge's intensity, where it fits
-        cv.label("ridge-label", si(x), [(x, y, s) for s in (BR_SPOT, AL_SPOT, R_SPOT, BL_SPOT)], 9, optional=True)
     for text, piece in slopes:
         cv.along("roof-label", text, piece)
     for p in points:
         cv.label("point-label", p.label,
                  [(p.intensity_flop_per_byte, p.flop_per_s, s) for s in _POINT_SPOTS])
+    for x, y, _ in ridges:   # a ridge's intensity, only where it covers nothing named
+        cv.label("ridge-label", si(x), [(x, y, s) for s in (BR_SPOT, AL_SPOT, R_SPOT, BL_SPOT)], 9, optional=True)
     return cv.finish(chart.title, "Arithmetic intensity (FLOP/B)",
                      "Attainable performance (FLOP/s)")
 

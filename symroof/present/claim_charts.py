@@ -14,7 +14,7 @@ derived ones.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sympy as sp
@@ -24,9 +24,9 @@ from symroof.errors import SymroofError
 from symroof.hardware import UNITS
 from symroof.present.charts import (CurveChart, RooflineChart, curve_pgfplots, curve_svg,
                                     roofline_pgfplots, roofline_svg)
-from symroof.verify import Chart, Outcome, Result
+from symroof.verify import Chart, Claim, Outcome, Result
 
-__all__ = ["RenderedChart", "render_charts"]
+__all__ = ["RenderedChart", "render_charts", "render_outcome_charts"]
 
 _SAMPLES = 48  # points along a curve (log-spaced): smooth at any size the report uses
 _WIDTH_CM = 14.0  # the appendix's text width: labels are laid out for the page's font size
@@ -104,13 +104,44 @@ def _curve(spec: Mapping[str, Any], results: Mapping[str, Result], where: str,
                       [(label, xs, ys)], marks=marks)
 
 
-def render_charts(outcome: Outcome) -> list[RenderedChart]:
-    """Every ``[[chart]]`` of the claim file, rendered as SVG and pgfplots."""
+def render_charts(outcome: Outcome, errors: list[Result] | None = None) -> list[RenderedChart]:
+    """Every ``[[chart]]`` of the claim file, rendered as SVG and pgfplots.
+
+    A chart whose drawing raises is left out and becomes an error result ``chart:<id>``
+    (file, line, chart id and, where known, the field), appended to ``errors`` when it is
+    given; the other charts are still drawn."""
     results = {r.claim.id: r for r in outcome.results}
     out = []
     for chart in outcome.source.charts:
-        out.append(_render(chart, results, outcome))
+        where = f"{outcome.source.path}:{chart.line}: chart {chart.id!r}"
+        try:
+            try:
+                out.append(_render(chart, results, outcome))
+            except SymroofError:
+                raise
+            except Exception as err:  # noqa: BLE001 - one chart never stops the report
+                raise SymroofError(f"{where}: internal error while drawing "
+                                   f"({type(err).__name__}: {err}); please report it") from None
+        except SymroofError as err:
+            if errors is not None:
+                doc = chart.spec.get("document") if isinstance(chart.spec, Mapping) else None
+                errors.append(Result(Claim(id=f"chart:{chart.id}", line=chart.line,
+                                           document=doc if isinstance(doc, str) else "",
+                                           section="Charts that could not be drawn",
+                                           error=str(err)), "error", message=str(err)))
     return out
+
+
+def render_outcome_charts(outcome: Outcome) -> tuple[Outcome, list[RenderedChart]]:
+    """The charts, and ``outcome`` with an error result for each chart that failed to draw
+    (so the report, the JSON and the exit status all show it)."""
+    errors: list[Result] = []
+    charts = render_charts(outcome, errors)
+    known = {d.id for d in outcome.source.documents}
+    errors = [e if e.claim.document in known else replace(e, claim=replace(e.claim, document=""))
+              for e in errors]
+    return (replace(outcome, results=outcome.results + tuple(errors)) if errors else outcome,
+            charts)
 
 
 def _render(chart: Chart, results: Mapping[str, Result], outcome: Outcome) -> RenderedChart:

@@ -340,3 +340,30 @@ def test_pgfplots_pictures_compile(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stdout[-3000:]
     assert (tmp_path / "charts.pdf").stat().st_size > 0
     assert "Dimension too large" not in run.stdout
+
+
+def test_a_chart_that_raises_while_drawing_is_its_own_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception inside the drawing of one chart becomes that chart's error result
+    (file, line, chart id); the other chart is still drawn (issue 21, robustness)."""
+    from symroof.present import claim_charts
+    from symroof.verify import EXAMPLE, parse_claims, run_claims
+    text = EXAMPLE + "".join(
+        f'\n[[chart]]\nid = "{cid}"\nkind = "roofline"\ndocument = "000"\ntitle = "{cid}"\n'
+        f'hardware = "h100-sxm"\nprecisions = ["bf16"]\n'
+        f'points = [{{label = "GEMM", claim = "gemm-square-8192"}}]\n' for cid in ("bad", "good"))
+    outcome = run_claims(parse_claims(text, "two.toml"))
+    real = claim_charts.roofline_svg
+
+    def fragile(chart: RooflineChart, **kw: object) -> str:
+        if chart.title == "bad":
+            raise ZeroDivisionError("float division by zero")
+        return real(chart)
+    monkeypatch.setattr(claim_charts, "roofline_svg", fragile)
+    after, charts = claim_charts.render_outcome_charts(outcome)
+    assert [c.id for c in charts] == ["good"]
+    errors = [r for r in after.results if r.status == "error"]
+    assert [r.claim.id for r in errors] == ["chart:bad"]
+    line = text.splitlines().index('id = "bad"')   # the [[chart]] header is the line above
+    assert f"two.toml:{line}: chart 'bad'" in errors[0].message
+    assert "ZeroDivisionError" in errors[0].message
+    assert len(after.results) == len(outcome.results) + 1

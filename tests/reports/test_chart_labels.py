@@ -1,0 +1,158 @@
+"""Chart labels never overprint (issue 21): measured from the SVG itself.
+
+Each ``<text>`` label's box is computed with the layout's own width rule
+(:func:`symroof.present.chart_layout._text_box`), turned with the label where it is rotated.
+No two label boxes may intersect, and no label may cover a marker it does not name (a
+point or mark label names the marker nearest to it; a ridge label names its ridge ring;
+ceiling and roof labels name none). Checked for every chart the seed appendix draws and
+for deliberately crowded synthetic charts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from symroof.present.chart_layout import _text_box
+from symroof.present.charts import CurveChart, RooflineChart, curve_svg, roofline_svg
+
+NS = "{http://www.w3.org/2000/svg}"
+LABELS = ("point-label", "mark-label", "ridge-label", "ceiling-label", "roof-label", "region-label")
+NAMING = ("point-label", "mark-label", "ridge-label", "region-label")
+MARKER_HALF = 3.5     # a dot's radius; rings and diamonds are no larger in a label's way
+
+Box = tuple[float, float, float, float]
+
+
+class Label:
+    """A label's box in its own (unrotated) frame and the rotation about its anchor."""
+
+    def __init__(self, el: ET.Element) -> None:
+        self.cls, self.text = el.get("class", ""), "".join(el.itertext())
+        self.x, self.y = float(el.get("x", 0)), float(el.get("y", 0))
+        size = int(float(el.get("font-size", 11)))
+        self.box = _text_box(self.x, self.y, el.get("text-anchor", "start"), self.text, size)
+        m = re.match(r"rotate\(([-\d.]+)", el.get("transform", ""))
+        self.angle = math.radians(float(m.group(1))) if m else 0.0
+
+    def local(self, px: float, py: float) -> tuple[float, float]:
+        """A page point in this label's frame (undo the rotation about the anchor)."""
+        c, s = math.cos(-self.angle), math.sin(-self.angle)
+        dx, dy = px - self.x, py - self.y
+        return self.x + c * dx - s * dy, self.y + s * dx + c * dy
+
+    def outline(self, step: float = 2.0) -> list[tuple[float, float]]:
+        """Points over the box, on the page."""
+        x0, y0, x1, y1 = self.box
+        c, s = math.cos(self.angle), math.sin(self.angle)
+        nx, ny = max(2, int((x1 - x0) / step)), max(2, int((y1 - y0) / step))
+        pts = [(x0 + (x1 - x0) * i / nx, y0 + (y1 - y0) * j / ny)
+               for i in range(nx + 1) for j in range(ny + 1)]
+        return [(self.x + c * (px - self.x) - s * (py - self.y),
+                 self.y + s * (px - self.x) + c * (py - self.y)) for px, py in pts]
+
+    def holds(self, px: float, py: float, grow: float = 0.0) -> bool:
+        lx, ly = self.local(px, py)
+        x0, y0, x1, y1 = self.box
+        return x0 - grow < lx < x1 + grow and y0 - grow < ly < y1 + grow
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _intersect(a: Label, b: Label) -> bool:
+    if not a.angle and not b.angle:
+        return _overlap(a.box, b.box)
+    return any(b.holds(*p) for p in a.outline()) or any(a.holds(*p) for p in b.outline())
+
+
+def problems(svg: str) -> list[str]:
+    """Every pair of intersecting labels and every label over a marker it does not name."""
+    root = ET.fromstring(svg)
+    labels = [Label(t) for t in root.iter(f"{NS}text") if t.get("class") in LABELS]
+    markers = []
+    for g in root.iter(f"{NS}g"):
+        m = re.fullmatch(r"translate\(([-\d.]+),([-\d.]+)\)", g.get("transform", ""))
+        if m:
+            markers.append((g.get("class", ""), float(m.group(1)), float(m.group(2))))
+    out = []
+    for i, a in enumerate(labels):
+        out += [f"{a.text!r} overlaps {b.text!r}" for b in labels[i + 1:] if _intersect(a, b)]
+        named = None
+        if a.cls in NAMING and markers:
+            cx, cy = (a.box[0] + a.box[2]) / 2, (a.box[1] + a.box[3]) / 2
+            named = min(markers, key=lambda mk: _gap(a.box, mk[1], mk[2]) + 1e-3 * math.hypot(
+                mk[1] - cx, mk[2] - cy))
+        out += [f"{a.text!r} covers the {mk[0]} at ({mk[1]:.0f}, {mk[2]:.0f})"
+                for mk in markers if mk is not named and a.holds(mk[1], mk[2], MARKER_HALF)]
+    return out
+
+
+def _gap(box: Box, x: float, y: float) -> float:
+    return math.hypot(max(box[0] - x, 0, x - box[2]), max(box[1] - y, 0, y - box[3]))
+
+
+@cache
+def appendix_charts() -> dict[str, str]:
+    from symroof.present.claim_charts import render_charts
+    from symroof.verify import load_claims, run_claims
+    outcome = run_claims(load_claims(Path(__file__).parents[2] / "claims" / "seeds.toml"))
+    return {c.id: c.svg for c in render_charts(outcome)}
+
+
+def test_the_checker_sees_an_overprint() -> None:
+    svg = ('<svg xmlns="http://www.w3.org/2000/svg">'
+           '<g class="point bound" transform="translate(100,100)"/>'
+           '<g class="point bound" transform="translate(160,100)"/>'
+           '<text class="point-label" x="106" y="115" text-anchor="start">first label</text>'
+           '<text class="point-label" x="110" y="118" text-anchor="start">second</text>'
+           '<text class="ceiling-label" x="156" y="104" text-anchor="start">x</text></svg>')
+    found = problems(svg)
+    assert any("'first label' overlaps 'second'" in p for p in found)
+    assert any("'x' covers" in p for p in found)
+
+
+def test_every_appendix_chart_has_clear_labels() -> None:
+    charts = appendix_charts()
+    assert charts
+    bad = {cid: problems(svg) for cid, svg in charts.items()}
+    assert not any(bad.values()), bad
+
+
+E = 1e12
+CROWDED = [
+    RooflineChart("crowded: six points in a decade", [("HBM", 3.35 * E)], [("bf16", 989 * E)],
+                  [(f"workload number {i}", 1.0 + 0.3 * i, 3.35 * E * (1.0 + 0.3 * i))
+                   for i in range(6)]),
+    RooflineChart("crowded: points at the ridges",
+                  [("HBM", 3.35 * E), ("L2", 12 * E)], [("bf16", 989 * E), ("fp8", 1979 * E)],
+                  [("at the HBM ridge", 295, 989 * E), ("fp8 ridge", 590, 1979 * E),
+                   ("GEMM 8192^3", 2731, 989 * E), ("GEMM 4096^3", 1365, 989 * E),
+                   ("L2 ridge", 82, 989 * E), ("decode", 1, 3.35 * E)]),
+    RooflineChart("crowded: the seed's H100 points",
+                  [("HBM", 3.35 * E)], [("bf16", 989 * E), ("fp8", 1979 * E)],
+                  [("GEMM 8192^3", 2731, 989 * E), ("GEMM 256^3", 85.3, 285.8 * E),
+                   ("attention prefill S = 4096", 1024, 989 * E), ("decode B = 1", 1, 3.35 * E),
+                   ("decode B = 64", 18, 60.3 * E), ("ReLU 16M", 0.25, 0.84 * E)]),
+]
+CROWDED_CURVES = [
+    CurveChart("crowded marks", "B", "S", [("S B = 430,626", [1, 512], [430626, 841])],
+               marks=[(f"claim-{i}: {k}", 64 * 1.05 ** i, 6800 * 1.02 ** j)
+                      for i in range(3) for j, k in enumerate(("printed", "derived"))]),
+]
+
+
+@pytest.mark.parametrize("chart", CROWDED, ids=lambda c: c.title)
+def test_crowded_rooflines_have_clear_labels(chart: RooflineChart) -> None:
+    assert problems(roofline_svg(chart)) == []
+
+
+@pytest.mark.parametrize("chart", CROWDED_CURVES, ids=lambda c: c.title)
+def test_crowded_curves_have_clear_labels(chart: CurveChart) -> None:
+    assert problems(curve_svg(chart)) == []
