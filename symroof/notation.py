@@ -136,14 +136,16 @@ def _rational(e: sp.Expr, values: dict[sp.Symbol, sp.Expr], depth: int) -> sp.Ex
     used = bool(best.free_symbols & set(values))
     if used and not best.has(sp.Add):
         return best
-    cost = budget.operations(best if used else e)
-    if depth >= _MAX_DEPTH:
+    if used or depth >= _MAX_DEPTH:  # matched term by term: the form a textbook prints
         return best if used else e
+    cost = budget.operations(e)
     chosen: tuple[int, sp.Expr] | None = None
     for name, value in values.items():
-        # the name as a factor (B*I) or as a divisor (3*B/Q), times an Add-free rest
+        # the name as a factor (B*I) or as a divisor (3*B/Q), times an Add-free rest in
+        # the other names (the same name again would only undo this one)
+        others = {n: v for n, v in values.items() if n != name}
         for power in (1, -1):
-            r = _rewrite(sp.cancel(c / value**power), values, depth + 1)
+            r = _rewrite(sp.cancel(c / value**power), others, depth + 1)
             candidate = name**power * r   # F * (S/F) is no rewrite: the name must remain
             if r.has(sp.Add) or name not in candidate.free_symbols:
                 continue
