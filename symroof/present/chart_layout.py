@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NamedTuple, SupportsFloat
 
+from markupsafe import Markup, escape
+
 from symroof.errors import SymroofError
 from symroof.present.escape import latex_escape
 
@@ -108,6 +110,35 @@ def quantity(value: float, unit: str, digits: int = 3) -> str:
     """``value`` with an SI-prefixed unit: (3.35e12, 'B/s') -> '3.35 TB/s'."""
     number, prefix = _si_parts(Decimal(f"{value:.{digits - 1}e}"))
     return f"{number} {prefix}{unit}"
+
+
+# a power written as in the documents, 8192^3 or 10^{-3}: the base's word and its exponent
+_POWER = re.compile(r"([A-Za-z0-9.,]+)\^(\{[^{}]*\}|[A-Za-z0-9.+\-]+)")
+
+
+def typeset(text: str, tex: bool) -> str:
+    r"""``text`` for the chart with powers typeset: SVG markup with a superscript
+    ``<tspan>``, or LaTeX with the power in math. Everything else is escaped.
+
+    >>> str(typeset("GEMM 8192^3 & more", False))
+    'GEMM 8192<tspan baseline-shift="super" font-size="75%">3</tspan> &amp; more'
+    >>> print(typeset("GEMM 8192^3 & more", True))
+    GEMM $8192^{3}$ \& more
+    """
+    out: list[str] = []
+    at = 0
+    for m in _POWER.finditer(text):
+        base, power = m.group(1), m.group(2).strip("{}")
+        plain = text[at:m.start()]
+        if tex:
+            out.append(latex_escape(plain) + f"${latex_escape(base)}^{{{latex_escape(power)}}}$")
+        else:
+            out.append(escape(plain) + escape(base) + Markup(
+                '<tspan baseline-shift="super" font-size="75%">') + escape(power)
+                + Markup("</tspan>"))
+        at = m.end()
+    rest = text[at:]
+    return "".join(out) + latex_escape(rest) if tex else Markup("").join(out) + escape(rest)
 
 
 def _px(value: float) -> str:
@@ -239,6 +270,7 @@ class Canvas:
         self.x = _Axis(x[0], x[1], log[0], left, size[0] - right)
         self.y = _Axis(y[0], y[1], log[1], size[1] - bottom, top)
         self.frame: _Box = (left, top, size[0] - right, size[1] - bottom)
+        self.tex = tex
         self.esc: Callable[[str], str] = latex_escape if tex else str   # SVG autoescapes
         self.pt = tex_width * _PT_PER_CM / (self.frame[2] - self.frame[0])   # TeX pt per pixel
         self.lines: list[dict[str, str]] = []
@@ -301,7 +333,7 @@ class Canvas:
                 width=f"{style.width:g}", dash=" ".join(f"{d:g}" for d in style.dash),
                 tex=f"draw={self.color(style.color)}, line width={style.width * self.pt:.2f}pt, "
                     f"mark=none, " + (f"dash pattern={tex_dash}" if dash else "solid"),
-                legend=self.esc(legend) if n == 0 else ""))
+                legend=typeset(legend, self.tex) if n == 0 else ""))
             drawn.append(pix)
         return drawn
 
@@ -368,7 +400,7 @@ class Canvas:
               self.y.value((y - self.y.start) / (self.y.end - self.y.start)))
         font = r"\tiny" if size < 10 else r"\scriptsize"
         self.texts.append(dict(
-            cls=cls, text=self.esc(text), x=_px(x), y=_px(y), anchor=anchor, size=str(size),
+            cls=cls, text=typeset(text, self.tex), x=_px(x), y=_px(y), anchor=anchor, size=str(size),
             rotate=f"rotate({_px(angle)} {_px(x)} {_px(y)})" if angle else "",
             at=f"(axis cs:{_num(at[0])},{_num(at[1])})",
             tex=f"anchor={_BASE[anchor]}, " + (f"rotate={_px(-angle)}, " if angle else "")
@@ -391,7 +423,7 @@ class Canvas:
         for i, (text, style) in enumerate(entries):
             base = y + row * (i + 1)
             self.legend.append(dict(x1=_px(x + 8), x2=_px(x + 32), y=_px(base - 4),
-                                    tx=_px(x + 38), ty=_px(base), text=self.esc(text),
+                                    tx=_px(x + 38), ty=_px(base), text=typeset(text, self.tex),
                                     color=style.color,
                                     width=f"{style.width:g}",
                                     dash=" ".join(f"{d:g}" for d in style.dash)))
@@ -410,7 +442,8 @@ class Canvas:
             return out
         xticks, yticks = ticks(self.x), ticks(self.y)
         return dict(
-            title=self.esc(title), x_label=self.esc(x_label), y_label=self.esc(y_label),
+            title=self.esc(title), title_text=typeset(title, self.tex),
+            x_label=typeset(x_label, self.tex), y_label=typeset(y_label, self.tex),
             width=str(self.size[0]), height=str(self.size[1]), font=_FONT, palette=self.palette,
             left=_px(left), top=_px(top), right=_px(right), bottom=_px(bottom),
             plot_w=_px(right - left), plot_h=_px(bottom - top), title_x=_px(self.size[0] / 2),

@@ -156,3 +156,19 @@ def test_crowded_rooflines_have_clear_labels(chart: RooflineChart) -> None:
 @pytest.mark.parametrize("chart", CROWDED_CURVES, ids=lambda c: c.title)
 def test_crowded_curves_have_clear_labels(chart: CurveChart) -> None:
     assert problems(curve_svg(chart)) == []
+
+
+def test_powers_are_superscripts_in_both_outputs() -> None:
+    """'GEMM 8192^3' is typeset: an SVG superscript tspan and LaTeX math, no caret shown."""
+    from symroof.present.charts import roofline_pgfplots
+    chart = RooflineChart("GEMM 8192^3 on a chip", [("HBM", 3.35 * E)], [("bf16", 989 * E)],
+                          [("GEMM 8192^3", 2731, 989 * E)])
+    root = ET.fromstring(roofline_svg(chart))
+    label = next(t for t in root.iter(f"{NS}text") if t.get("class") == "point-label")
+    sup = label.find(f"{NS}tspan")
+    assert label.text == "GEMM 8192" and sup is not None and sup.text == "3"
+    assert sup.get("baseline-shift") == "super"
+    assert "^" not in "".join(t for e in root.iter(f"{NS}text") for t in e.itertext())
+    tex = roofline_pgfplots(chart)
+    assert tex.count("GEMM $8192^{3}$") == 2 and "textasciicircum" not in tex
+    assert root[0].text == "GEMM 8192^3 on a chip"   # the SVG <title> element stays plain text
