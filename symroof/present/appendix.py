@@ -1,10 +1,30 @@
 """The appendix of a claim file: Markdown, LaTeX and JSON, from the checked results.
 
-Claims appear in the documents' own order, grouped by section; claims that share a
-``table`` are one table (printed and derived side by side) where the first of them
-stands; charts follow the section named in their ``after``. The templates
-(``templates/report/appendix.*.j2``) place strings this module has formatted; they do no
-arithmetic.
+The document opens with front matter (the documents by title and file, the claim file's
+declared ``date`` if it has one, the symroof version, how to read it, a table of
+contents), then the errata: every claim whose status is in :data:`ERRATA_STATUSES`, one
+row each with printed value, corrected value, severity and a link to the claim.
+
+Errata are grouped by root cause, so one slip that propagates through ten figures is one
+erratum with ten consequences. The claim-file author controls the grouping with one
+optional claim field, ``cause`` (any text; claims with the same text are one erratum).
+Without it, a claim whose note names another erratum's id (``(s001-we-bytes)``) joins
+that claim's group; failing that, the erratum claims of one ``table`` are one group; and
+a claim left over is its own group.
+
+Severity is derived from the comparison: ``source`` where the figure is quoted from a
+source (the claim has ``source``, or its status is ``cited``); ``rounding`` where the
+printed figure is within two units of its own last printed digit of the derived value
+(for an "about" figure, within twice its stated tolerance); ``substantive`` otherwise.
+
+Then the claims, in the documents' own order under the documents' own section titles
+(which carry their own numbers, so nothing is numbered again); claims that share a
+``table`` are one table (printed | corrected | status) where the first of them stands;
+charts follow the section named in their ``after``. A formula whose claim substitutes
+named sub-expressions (``subs = {P = "12*L*D**2"}``) is shown rewritten in those names
+first (:func:`symroof.notation.rewrite`), then the substitution, then the number. The
+templates (``templates/report/appendix.*.j2``) place strings this module has formatted;
+they do no arithmetic.
 
 >>> from symroof.verify import parse_claims, run_claims, EXAMPLE
 >>> outcome = run_claims(parse_claims(EXAMPLE, "example.toml"))
@@ -24,14 +44,18 @@ from typing import Any
 
 import sympy as sp
 
+from symroof import notation
+from symroof.errors import SymroofError
 from symroof.present.claim_charts import RenderedChart
 from symroof.present.escape import latex_escape, markdown_escape
 from symroof.present.formula import latex
 from symroof.present.numbers import json_number, text_number
 from symroof.present.templates import render
 from symroof.verify import Outcome, Result
+from symroof.version import __version__
 
-__all__ = ["claims_json", "claims_text", "render_markdown", "render_latex", "figure", "STATUSES"]
+__all__ = ["claims_json", "claims_text", "render_markdown", "render_latex", "figure", "STATUSES",
+           "ERRATA_STATUSES", "errata", "severity", "comparison"]
 
 #: Statuses, in the order the summary lists them, with what each means.
 STATUSES = {
@@ -40,7 +64,16 @@ STATUSES = {
     "cited": "an empirical figure no formula yields, cited",
     "derived": "an exercise the document sets without an answer: symroof's answer",
     "error": "the claim as written could not be computed",
+    "inconsistent": "the document gives different values for one quantity in different places",
 }
+
+#: Statuses that make a claim an erratum (listed first, grouped by root cause).
+ERRATA_STATUSES = frozenset({"mismatch", "inconsistent"})
+
+#: How the rounding rule of a claim compares, in the JSON's words.
+_COMPARISON = {"exact": "equal", "sig": "within", "decimals": "within", "rel": "within",
+               "abs": "within", "orders": "within", "less_than": "at most",
+               "at_most": "at most", "greater_than": "at least", "at_least": "at least"}
 
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
 
@@ -163,10 +196,167 @@ def _quote(text: str, flavour: str) -> str:
     return "".join(out)
 
 
+def _last_digit(r: Result) -> sp.Rational | None:
+    """One unit of the printed figure's last digit, in the claim's unit (None: no figure)."""
+    if r.claimed is None or r.claimed.free_symbols:
+        return None
+    printed = sp.Rational(r.claimed / r.scale)
+    (rule, value), = r.claim.rounding.items()
+    if rule == "decimals":
+        return sp.Rational(1, 10 ** int(value))  # type: ignore[call-overload]
+    if printed == 0:
+        return sp.Integer(1)
+    if rule == "sig":
+        magnitude = len(str(abs(int(printed)))) - 1 if abs(printed) >= 1 else \
+            -len(str(int(1 / abs(printed))))
+        while sp.Integer(10) ** magnitude > abs(printed):
+            magnitude -= 1
+        return sp.Integer(10) ** (magnitude - int(value) + 1)  # type: ignore[call-overload]
+    exponent = 0  # the digits as printed: the smallest power of ten the figure is a multiple of
+    while exponent > -40 and (printed / sp.Integer(10) ** exponent).q != 1:
+        exponent -= 1
+    while exponent < 40 and (printed / sp.Integer(10) ** (exponent + 1)).q == 1:
+        exponent += 1
+    return sp.Integer(10) ** exponent
+
+
+def severity(r: Result) -> str:
+    """``source``, ``rounding`` or ``substantive`` (see the module docstring)."""
+    if r.status == "cited" or r.claim.source:
+        return "source"
+    digit = _last_digit(r)
+    if digit is None or r.derived is None or r.derived.free_symbols or r.claimed is None:
+        return "substantive"
+    printed = sp.Rational(r.claimed / r.scale)
+    difference = abs(sp.Rational(str(sp.N(r.derived / r.scale, 30))) - printed)
+    (rule, value), = r.claim.rounding.items()
+    allowance = 2 * digit  # two units of the last printed digit
+    if rule == "rel":  # "about": the stated tolerance is the rounding
+        allowance = 2 * sp.Rational(repr(value)) * abs(printed)
+    elif rule == "abs":
+        allowance = 2 * sp.Rational(repr(value))
+    return "rounding" if difference <= allowance else "substantive"
+
+
+def comparison(r: Result) -> tuple[str, dict[str, object] | None]:
+    """How the claim is compared, for a consumer to redo the verdict: ``equal``,
+    ``within`` (tolerance ``{"absolute": a}`` in the claim's unit, or ``{"orders": x}``),
+    ``at most`` or ``at least`` (tolerance ``{"strict": bool}``)."""
+    (rule, value), = r.claim.rounding.items()
+    kind = _COMPARISON.get(rule, rule)
+    if kind == "equal":
+        return kind, None
+    if kind in ("at most", "at least"):
+        return kind, {"strict": rule in ("less_than", "greater_than")}
+    if rule == "orders":
+        return kind, {"orders": value}
+    if rule == "abs":
+        return kind, {"absolute": value}
+    if rule == "rel":
+        printed = r.claimed / r.scale if r.claimed is not None else None
+        return kind, {"absolute": json_number(abs(sp.Rational(repr(value)) * printed))
+                      if printed is not None and not printed.free_symbols else None,
+                      "relative": value}
+    digit = _last_digit(r)
+    return kind, {"absolute": json_number(digit / 2) if digit is not None else None}
+
+
+def _names(r: Result) -> tuple[dict[sp.Symbol, sp.Expr], dict[sp.Symbol, sp.Expr]]:
+    """The claim's substitution split into named sub-expressions (``P = 12 L D²``) and
+    numbers (``D = 4096``)."""
+    names = {k: v for k, v in r.subs.items() if getattr(v, "free_symbols", None)}
+    numbers = {k: v for k, v in r.subs.items() if k not in names}
+    return names, numbers
+
+
+def _in_names(r: Result) -> str:
+    """The claim's formula rewritten in the names its claim declares, as LaTeX, or ""
+    where no name applies."""
+    names, _ = _names(r)
+    if r.formula is None or not names or not r.formula.free_symbols:
+        return ""
+    try:
+        named = notation.rewrite(r.formula, names, where=f"claim {r.claim.id}")
+    except SymroofError:
+        return ""
+    if named == r.formula:
+        return ""
+    return notation.latex(named, names)
+
+
+def _errata_groups(results: Sequence[Result]) -> list[list[Result]]:
+    """The erratum claims grouped by root cause (see the module docstring), each group
+    in document order, groups in the order their first claim appears."""
+    errata = [r for r in results if r.status in ERRATA_STATUSES]
+    ids = {r.claim.id for r in errata}
+    parent = {i: i for i in ids}
+
+    def root(i: str) -> str:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    def join(a: str, b: str) -> None:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb, key=order.__getitem__)] = min(ra, rb, key=order.__getitem__)
+
+    order = {r.claim.id: n for n, r in enumerate(errata)}
+    by_cause: dict[str, str] = {}
+    explicit = set()
+    for r in errata:
+        cause = getattr(r.claim, "cause", None)
+        if cause:
+            explicit.add(r.claim.id)
+            join(by_cause.setdefault(str(cause), r.claim.id), r.claim.id)
+    for r in errata:
+        if r.claim.id in explicit:
+            continue
+        for other in re.findall(r"[A-Za-z0-9][\w.-]*\w", r.claim.note):
+            if other in ids and other != r.claim.id:
+                join(other, r.claim.id)
+    tables: dict[str, str] = {}
+    for r in errata:
+        if r.claim.table is not None and r.claim.id not in explicit:
+            join(tables.setdefault(r.claim.table["id"], r.claim.id), r.claim.id)
+    groups: dict[str, list[Result]] = {}
+    for r in errata:
+        groups.setdefault(root(r.claim.id), []).append(r)
+    return list(groups.values())
+
+
+def errata(outcome: Outcome, flavour: str = "md") -> list[dict[str, Any]]:
+    """The errata table's groups: a cause, then one row per claim (printed, corrected,
+    severity, status, anchor)."""
+    esc = _escape(flavour)
+    out = []
+    for n, group in enumerate(_errata_groups(outcome.results), 1):
+        first = group[0]
+        cause = getattr(first.claim, "cause", None) or ""
+        out.append({"n": n, "cause": esc(str(cause)), "rows": [{
+            "id": esc(r.claim.id) if flavour == "tex" else r.claim.id,
+            "anchor": r.claim.id.replace(".", "-"), "quantity": esc(r.claim.quantity),
+            "printed": _printed(r, flavour), "corrected": _shown(r.derived, r, flavour),
+            "severity": severity(r), "status": r.status} for r in group]})
+    return out
+
+
+def _shown(value: sp.Expr | None, r: Result, flavour: str) -> str:
+    if value is not None and value.free_symbols:  # a formula: show the formula
+        return f"${latex(value)}$"
+    return _in_unit(value, r, flavour)
+
+
+def _printed(r: Result, flavour: str) -> str:
+    claimed = r.claimed if r.claimed is not None else r.claimed_formula
+    return _shown(claimed, r, flavour)
+
+
 def _claim_item(r: Result, flavour: str) -> dict[str, Any]:
     esc = _escape(flavour)
     c = r.claim
-    subs = ", ".join(f"{latex(k)} = {latex(v)}" for k, v in r.subs.items())
+    names, numbers = _names(r)
+    subs = ", ".join(f"{latex(k)} = {latex(v)}" for k, v in {**names, **numbers}.items())
     claimed = (_in_unit(r.claimed, r, flavour) if r.claimed is not None else
                latex(r.claimed_formula) if r.claimed_formula is not None else "")
     return {
@@ -174,6 +364,9 @@ def _claim_item(r: Result, flavour: str) -> dict[str, Any]:
         "quantity": esc(c.quantity),
         "quote": _quote(c.quote, flavour), "status": r.status, "kind": c.kind,
         "formula": latex(r.formula) if r.formula is not None else "",
+        "in_names": _in_names(r),
+        "names": ", ".join(f"{latex(k)} = {latex(v)}" for k, v in names.items()),
+        "numbers": ", ".join(f"{latex(k)} = {latex(v)}" for k, v in numbers.items()),
         "derived_formula": (latex(r.derived) if r.derived is not None and r.derived.free_symbols
                             else ""),
         "subs": subs, "derived": _in_unit(r.derived, r, flavour),
@@ -190,35 +383,34 @@ def _claim_item(r: Result, flavour: str) -> dict[str, Any]:
 
 
 def _table_item(rows: list[Result], flavour: str) -> dict[str, Any]:
+    """A table of the document as one table: a line per printed figure (row, column,
+    printed, corrected, status), with the unit in the header where all share it."""
     esc = _escape(flavour)
-    row_names: list[str] = []
-    col_names: list[str] = []
-    cells: dict[tuple[str, str], Result] = {}
-    for r in rows:
-        assert r.claim.table is not None
-        row, col = r.claim.table["row"], r.claim.table["column"]
-        row_names += [row] if row not in row_names else []
-        col_names += [col] if col not in col_names else []
-        cells[(row, col)] = r
-
-    def shown(value: sp.Expr | None, r: Result) -> str:
-        if value is not None and value.free_symbols:  # a formula answer: show the formula
-            return f"${latex(value)}$"
-        return _in_unit(value, r, flavour)
-
-    def cell(r: Result | None) -> dict[str, str]:
-        if r is None:
-            return {"claimed": "", "derived": "", "status": ""}
-        claimed = r.claimed if r.claimed is not None else r.claimed_formula
-        return {"claimed": shown(claimed, r), "derived": shown(r.derived, r), "status": r.status}
-
     first = rows[0].claim.table
     assert first is not None
+    units = {r.claim.unit for r in rows}
+    unit = units.pop() if len(units) == 1 else ""
+
+    def value(v: sp.Expr | None, r: Result) -> str:
+        if v is not None and v.free_symbols:
+            return f"${latex(v)}$"
+        if unit and v is not None:
+            return figure(v / r.scale)
+        return _in_unit(v, r, flavour)
+
+    def claimed(r: Result) -> sp.Expr | None:
+        return r.claimed if r.claimed is not None else r.claimed_formula
+
+    columns = {r.claim.table["column"] for r in rows if r.claim.table is not None}
     return {"type": "table", "id": esc(first["id"]) if flavour == "tex" else first["id"],
             "anchor": first["id"].replace(".", "-"),
-            "columns": [esc(c) for c in col_names],
-            "rows": [{"name": esc(rn), "cells": [cell(cells.get((rn, cn))) for cn in col_names]}
-                     for rn in row_names],
+            "unit": "" if unit in ("", "-", "ratio") else esc(unit),
+            "one_column": len(columns) == 1, "column": esc(first["column"]),
+            "rows": [{"row": esc(r.claim.table["row"]) if r.claim.table else "",
+                      "column": esc(r.claim.table["column"]) if r.claim.table else "",
+                      "anchor": r.claim.id.replace(".", "-"),
+                      "printed": value(claimed(r), r) or "--",
+                      "corrected": value(r.derived, r), "status": r.status} for r in rows],
             "claims": [_claim_item(r, flavour) for r in rows]}
 
 
@@ -256,14 +448,28 @@ def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
                     target["charts"].append({"id": ch.id, "title": esc(ch.title),
                                              "svg_path": f"charts/{ch.id}.svg",
                                              "pgfplots": ch.pgfplots})
-        documents.append({"id": doc.id, "title": esc(doc.title), "file": esc(doc.file),
-                          "sections": sections})
+        for n, section in enumerate(sections, 1):
+            section["anchor"] = f"d{doc.id}-{n}"
+        documents.append({"id": doc.id, "title": esc(doc.title),
+                          "file": esc(doc.file) if flavour == "tex" else _code(doc.file),
+                          "anchor": f"d{doc.id}", "sections": sections})
     counts = outcome.counts
+    code = _escape(flavour) if flavour == "tex" else _code
     return {"title": esc(src.title), "description": esc(src.description),
-            "source": esc(src.path), "command": esc(command), "total": len(outcome.results),
+            "source": code(src.path), "command": code(command), "total": len(outcome.results),
+            "version": __version__, "date": esc(str(getattr(src, "date", "") or "")),
             "counts": [{"status": s, "n": counts[s], "meaning": esc(STATUSES[s])}
                        for s in STATUSES if s in counts],
+            "statuses": [{"status": s, "meaning": esc(m)} for s, m in STATUSES.items()],
+            "errata": errata(outcome, flavour),
+            "n_errata": sum(r.status in ERRATA_STATUSES for r in outcome.results),
             "documents": documents}
+
+
+def _code(text: str) -> str:
+    """Text for a Markdown code span: as it is (a backslash is literal there), with a
+    backtick, which would end the span, and line breaks replaced."""
+    return _BREAKS.sub(" ", text).replace("`", "'")
 
 
 def render_markdown(outcome: Outcome, charts: Sequence[RenderedChart], command: str) -> str:
@@ -277,12 +483,16 @@ def render_latex(outcome: Outcome, charts: Sequence[RenderedChart], command: str
 
 
 def claims_json(outcome: Outcome) -> list[dict[str, object]]:
-    """One object per claim with exactly the keys id, seed, quote, quantity, claimed,
-    derived, formula, unit, status, note (numbers in the claim's unit)."""
+    """One object per claim with the keys id, seed, quote, quantity, claimed, derived,
+    formula, unit, status, note (numbers in the claim's unit), then assumptions (the
+    document's stated assumptions the verdict is computed under), comparison (``equal``,
+    ``within``, ``at most``, ``at least``) and tolerance (see :func:`comparison`), so that a
+    consumer can redo each verdict of ``match`` or ``mismatch`` from the JSON alone."""
     files = {d.id: d.file for d in outcome.source.documents}
     out: list[dict[str, object]] = []
     for r in outcome.results:
         c = r.claim
+        kind, tolerance = comparison(r)
         number = r.derived is not None and not r.derived.free_symbols
         formula = r.formula if r.formula is not None else (
             r.derived if r.derived is not None and r.derived.free_symbols else None)
@@ -293,8 +503,21 @@ def claims_json(outcome: Outcome) -> list[dict[str, object]]:
             "derived": json_number(r.derived / r.scale) if number else None,
             "formula": str(formula) if formula is not None else None,
             "unit": c.unit, "status": r.status,
-            "note": r.message if r.status == "error" else c.note})
+            "note": r.message if r.status == "error" else c.note,
+            "assumptions": _plain(getattr(c, "assumptions", None) or {}),
+            "tolerance": tolerance, "comparison": kind})
     return out
+
+
+def _plain(value: object) -> object:
+    """Assumptions as JSON values (numbers and expressions as text where not plain)."""
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
 
 
 def claims_text(outcome: Outcome) -> str:
