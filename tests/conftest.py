@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from symroof.atlas import records as atlas_records
+from symroof.budget import limits
 from symroof.cost import RULES
 from symroof.passes.backward import GRADIENT_RULES
 
@@ -27,3 +29,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def update_golden(request: pytest.FixtureRequest) -> bool:
     """True when the run was started with ``--update-golden``."""
     return bool(request.config.getoption("--update-golden"))
+
+
+@pytest.fixture(autouse=True)
+def _generous_wall_clock_limits(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The library's wall-clock limits, raised for the suite: a computation that takes 2 s
+    on an idle machine may take 20 s on a busy CI machine, and must not turn into a
+    BudgetError there. Tests of a limit set their own (a fake ``budget.clock``, or work
+    that never ends under an explicit ``limits(seconds=...)``)."""
+    monkeypatch.setattr(atlas_records, "DEFAULT_SECONDS", 600.0)   # per atlas (default 30 s)
+    with limits(seconds=120.0):                                    # per solver call (10 s)
+        yield

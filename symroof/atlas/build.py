@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
@@ -19,6 +18,7 @@ from symroof import hardware as _hardware
 from symroof.analysis import Analysis
 from symroof.atlas.records import LEVERS, RIDGE, Atlas, AtlasBudget, Entry, Part, Ridge
 from symroof.atlas.solver import Solver, in_terms_of
+from symroof import budget as _budget
 from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec
 from symroof.ir import Kind, as_expr
@@ -68,7 +68,7 @@ def atlas(workload: Analysis, over: Iterable[sp.Symbol] | None = None, *,
     ridge = RIDGE if RIDGE.name not in {x.name for x in free} else quantity("R_ridge")
     ridge_list = ((Ridge(ridge),) if symbolic_ridge else ()) + _ridges(
         workload, hardware, precisions, levels, unit)
-    solver = Solver(budget, names, variables, time.monotonic() + budget.seconds)
+    solver = Solver(budget, names, variables, _budget.clock() + budget.seconds)
     entries: list[Entry] = []
     for i, low in enumerate(the_parts):
         for high in the_parts[i + 1:]:

@@ -71,6 +71,11 @@ class Reason(StrEnum):
     TIME = "time"                    # AtlasBudget.seconds was spent before this pair
 
 
+#: Wall time for a whole atlas by default (read when a budget is made, so a test suite on a
+#: busy machine may raise it for every atlas at once).
+DEFAULT_SECONDS = 30.0
+
+
 @dataclass(frozen=True)
 class AtlasBudget:
     """Limits on the work per pair; a pair beyond them is reported as unsolved."""
@@ -78,7 +83,8 @@ class AtlasBudget:
     max_degree: int = 2        # closed-form roots up to this degree (above 2: numeric only)
     max_ops: int = 400         # operations in either side before anything is expanded
     max_terms: int = 200       # terms of the difference's numerator once cancelled
-    seconds: float = 30.0      # wall time for a whole atlas; later pairs are not started
+    # wall time for a whole atlas; later pairs are not started
+    seconds: float = field(default_factory=lambda: DEFAULT_SECONDS)
 
     def __post_init__(self) -> None:
         for name in ("max_degree", "max_ops", "max_terms"):

@@ -16,7 +16,7 @@ import sympy as sp
 
 from symroof import symbols as s
 from symroof.analysis import Analysis
-from symroof.atlas import AtlasBudget, atlas, family
+from symroof.atlas import AtlasBudget, atlas, family, records
 from symroof.cli.common import (Command, Output, add_workload_options, build_workload,
                                 load_model, numerics_of, parse_sets, request_of)
 from symroof.errors import SymroofError
@@ -60,9 +60,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         "and charts/*.svg (the crossing curves)")
     p.add_argument("--max-degree", type=int, default=AtlasBudget.max_degree,
                    help=f"highest polynomial degree solved (default {AtlasBudget.max_degree})")
-    p.add_argument("--atlas-seconds", type=float, default=AtlasBudget.seconds,
+    p.add_argument("--atlas-seconds", type=float, default=records.DEFAULT_SECONDS,
                    help=f"time for the whole atlas; pairs not reached by then are listed "
-                        f"as unsolved (default {AtlasBudget.seconds:g})")
+                        f"as unsolved (default {records.DEFAULT_SECONDS:g})")
 
 
 def _model(args: argparse.Namespace) -> TransformerModel:

@@ -94,7 +94,7 @@ def _owner(path: str) -> str | None:
     for candidate in dict.fromkeys([path, real, *(p.removeprefix("/usr") for p in (path, real)
                                                   if p.startswith("/usr/"))]):
         done = subprocess.run(["dpkg", "-S", candidate], capture_output=True, text=True,
-                              timeout=60)
+                              timeout=300)
         owners = [line.split(":", 1)[0].split(",")[0].strip() for line in done.stdout.splitlines()
                   if ":" in line and not line.startswith("diversion by")]
         if done.returncode == 0 and owners:
@@ -104,7 +104,7 @@ def _owner(path: str) -> str | None:
 
 def _essential(package: str) -> bool:
     done = subprocess.run(["dpkg-query", "-W", "-f=${Essential} ${Priority}", package],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=300)
     return done.returncode == 0 and ("yes" in done.stdout.split() or "required" in done.stdout)
 
 
@@ -157,7 +157,7 @@ def test_every_tex_package_the_templates_load_comes_from_ci_run(package: str) ->
     if shutil.which("kpsewhich") is None:
         _missing("kpsewhich (texlive) is not on PATH")
     done = subprocess.run(["kpsewhich", f"{package}.sty"], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=300)
     sty = done.stdout.strip()
     if not sty:
         _missing(f"LaTeX package {package}.sty (loaded by "

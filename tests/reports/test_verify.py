@@ -221,7 +221,7 @@ def test_check_bad_annotation_is_one_line_and_status_2(tmp_path):
     doc = tmp_path / "bad.md"
     doc.write_text("Text.\n<!-- symroof claimed = \n-->\n", encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "symroof", "check", str(doc)],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "bad.md:2" in done.stderr
     assert "Traceback" not in done.stderr
