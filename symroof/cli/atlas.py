@@ -20,7 +20,7 @@ from symroof.atlas import AtlasBudget, atlas, family, records
 from symroof.cli.common import (Command, Output, add_workload_options, build_workload,
                                 load_model, numerics_of, parse_sets, request_of)
 from symroof.errors import SymroofError
-from symroof.files import write_text
+from symroof.files import write_files
 from symroof.hardware import UNITS
 from symroof.models import TransformerModel
 from symroof.precision import Precision
@@ -163,12 +163,10 @@ def _write_page(result: Any, values: dict[sp.Symbol, sp.Expr], args: argparse.Na
     """The atlas as a page in Markdown and LaTeX, with its curves, into ``--report``."""
     command = "symroof atlas " + args.workload + (f" --model {args.model}" if args.model else "")
     page = atlas_page(result, values, command)
-    folder = Path(args.report)
     stem = f"atlas-{args.workload}" + (f"-{Path(args.model).stem}" if args.model else "")
-    texts = {folder / f"{stem}.md": page.markdown, folder / f"{stem}.tex": page.latex,
-             **{folder / "charts" / f"{c.id}.svg": c.svg for c in page.charts}}
-    for path, text_ in texts.items():  # all rendered above, before the first is written
-        write_text(path, text_)
+    # one set, written whole (a full disk leaves the old page), nothing outside --report
+    write_files(args.report, {f"{stem}.md": page.markdown, f"{stem}.tex": page.latex,
+                              **{f"charts/{c.id}.svg": c.svg for c in page.charts}})
 
 
 COMMANDS = (Command("atlas", "every crossover of a workload's F and Q parts and ridges",
