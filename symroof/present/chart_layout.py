@@ -23,7 +23,7 @@ from symroof.errors import SymroofError
 from symroof.present.escape import latex_escape
 
 __all__ = ["Style", "Palette", "PALETTE", "Canvas", "si", "quantity", "nth",
-           "DECADE", "FAR", "number", "AL_SPOT", "AR_SPOT", "BL_SPOT",
+           "DECADE", "FAR", "CENTRE_SPOT", "number", "AL_SPOT", "AR_SPOT", "BL_SPOT",
            "BR_SPOT", "L_SPOT", "R_SPOT"]
 
 
@@ -68,6 +68,7 @@ class Palette:
                                  Style("#2e7d32", (2, 2)), Style("#7b1fa2", (8, 3, 2, 3)))
     bound: str = "#111111"        # predicted points: filled dots
     measured: str = "#7b1fa2"     # measured points: hollow diamonds
+    printed: str = "#b35900"      # a document's printed figure beside the derived one: hollow squares
     ink: str = "#222222"
     grid: str = "#e6e6e6"
 
@@ -75,7 +76,7 @@ class Palette:
         for role in ("roofs", "ceilings", "series"):
             if not getattr(self, role) or not all(isinstance(s, Style) for s in getattr(self, role)):
                 raise SymroofError(f"Palette: {role} must be a non-empty tuple of Style")
-        for role in ("bound", "measured", "ink", "grid"):
+        for role in ("bound", "measured", "printed", "ink", "grid"):
             Style(getattr(self, role))     # checks the colour
 
 
@@ -230,6 +231,7 @@ class _Spot(NamedTuple):
 BR_SPOT, AR_SPOT, BL_SPOT, AL_SPOT = (_Spot(6, 15, "start"), _Spot(6, -7, "start"), _Spot(-6, 15, "end"),
                       _Spot(-6, -7, "end"))
 R_SPOT, L_SPOT = _Spot(8, 4, "start"), _Spot(-8, 4, "end")
+CENTRE_SPOT = _Spot(0, 4, "middle")   # a region's name, centred on its point
 FAR = (_Spot(6, 27, "start"), _Spot(-6, -19, "end"), _Spot(6, -19, "start"), _Spot(-6, 27, "end"))
 # where no usual spot is clear: a ring further out, one text line (12 px) at a time, still
 # beside the point and nearer to it than to any other marker the layout left clear
@@ -242,7 +244,9 @@ _SHAPES = {"dot": "mark=*, mark size=1.9pt, mark options={{fill={c}, draw={c}}}"
            "ring": "mark=*, mark size=1.7pt, "
                    "mark options={{fill=white, draw={c}, line width=0.7pt}}",
            "diamond": "mark=diamond*, mark size=2.8pt, "
-                      "mark options={{fill=white, draw={c}, line width=0.8pt}}"}
+                      "mark options={{fill=white, draw={c}, line width=0.8pt}}",
+           "square": "mark=square*, mark size=2.2pt, "
+                     "mark options={{fill=white, draw={c}, line width=0.8pt}}"}
 
 
 def nth(styles: tuple[Style, ...], i: int) -> Style:
@@ -279,6 +283,7 @@ class Canvas:
         self.legend: list[dict[str, str]] = []
         self.legend_rect: dict[str, str] = {}
         self.legend_pos = ""
+        self.legend_marks: list[dict[str, str]] = []
         self.boxes: list[_Box] = []                    # markers and labels placed so far
         self.dots: list[tuple[float, float]] = []      # samples along drawn lines
         self.turned: list[tuple[float, float]] = []    # samples over turned (roof) labels
@@ -406,12 +411,16 @@ class Canvas:
             tex=f"anchor={_BASE[anchor]}, " + (f"rotate={_px(-angle)}, " if angle else "")
                 + f"font={font}, text={self.ink}, inner sep=0pt"))
 
-    def legend_box(self, entries: Sequence[tuple[str, Style]]) -> None:
-        """A legend in the corner (first of equals: NE, NW, SE, SW) that hides least."""
-        if not entries:
+    def legend_box(self, entries: Sequence[tuple[str, Style]],
+                   marks: Sequence[tuple[str, str, str]] = ()) -> None:
+        """A legend in the corner (first of equals: NE, NW, SE, SW) that hides least: the
+        lines ``entries`` (drawn with their ``line`` call) and then ``marks``, each a
+        marker's (text, shape, colour), so that a reader tells printed from derived."""
+        if not entries and not marks:
             return
         row, (left, top, right, bottom) = 16, self.frame
-        w, h = 46 + max(_width(t, 11) for t, _ in entries), 8 + row * len(entries)
+        texts = [t for t, _ in entries] + [t for t, _, _ in marks]
+        w, h = 46 + max(_width(t, 11) for t in texts), 8 + row * len(texts)
         corners = {"north east": (right - 8 - w, top + 8), "north west": (left + 8, top + 8),
                    "south east": (right - 8 - w, bottom - 8 - h),
                    "south west": (left + 8, bottom - 8 - h)}
@@ -424,9 +433,16 @@ class Canvas:
             base = y + row * (i + 1)
             self.legend.append(dict(x1=_px(x + 8), x2=_px(x + 32), y=_px(base - 4),
                                     tx=_px(x + 38), ty=_px(base), text=typeset(text, self.tex),
-                                    color=style.color,
+                                    color=style.color, shape="", mx=_px(x + 20),
                                     width=f"{style.width:g}",
                                     dash=" ".join(f"{d:g}" for d in style.dash)))
+        for i, (text, shape, color) in enumerate(marks, start=len(entries)):
+            base = y + row * (i + 1)
+            self.legend.append(dict(x1=_px(x + 8), x2=_px(x + 32), y=_px(base - 4),
+                                    tx=_px(x + 38), ty=_px(base), text=typeset(text, self.tex),
+                                    color=color, shape=shape, mx=_px(x + 20), width="", dash="",
+                                    tex=_SHAPES[shape].format(c=self.color(color))))
+        self.legend_marks = [e for e in self.legend if e["shape"]]
 
     def finish(self, title: str, x_label: str, y_label: str) -> dict[str, Any]:
         """The template's values, every one a formatted string."""
@@ -452,7 +468,7 @@ class Canvas:
             xtick_text=_px(bottom + 17), ytick_end=_px(left - 5), ytick_text=_px(left - 8),
             xticks=xticks, yticks=yticks, lines=self.lines, markers=self.markers,
             texts=self.texts, legend=self.legend, legend_rect=self.legend_rect,
-            legend_pos=self.legend_pos,
+            legend_pos=self.legend_pos, legend_marks=self.legend_marks,
             colors=[dict(name=k, hex=v) for k, v in self.colors.items()],
             xmode="log" if self.x.log else "normal", ymode="log" if self.y.log else "normal",
             xmin=_num(self.x.lo), xmax=_num(self.x.hi), ymin=_num(self.y.lo), ymax=_num(self.y.hi),

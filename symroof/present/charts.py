@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from symroof.errors import SymroofError
-from symroof.present.chart_layout import (AL_SPOT, AR_SPOT, BL_SPOT, BR_SPOT, DECADE, FAR,
+from symroof.present.chart_layout import (AL_SPOT, AR_SPOT, BL_SPOT, BR_SPOT, CENTRE_SPOT,
+                                          DECADE, FAR,
                                           L_SPOT, PALETTE, R_SPOT, Canvas, Palette, Style,
                                           nth, number, quantity, si)
 from symroof.present.templates import render
@@ -46,7 +47,8 @@ class Ceiling(NamedTuple):
 
 
 class Point(NamedTuple):
-    """A workload: ``kind`` is "bound" (predicted, on the roof) or "measured"."""
+    """A workload: ``kind`` is "bound" (predicted, on the roof), "measured", or "printed"
+    (a document's own figure, drawn beside the derived one)."""
     label: str
     intensity_flop_per_byte: float
     flop_per_s: float
@@ -61,10 +63,12 @@ class Series(NamedTuple):
 
 
 class Mark(NamedTuple):
-    """A labelled point on a curve chart."""
+    """A labelled point on a curve chart: ``kind`` "derived" (a dot) or "printed" (a
+    document's figure, a hollow square)."""
     label: str
     x: float
     y: float
+    kind: str = "derived"
 
 
 def _seq(value: object, where: str) -> tuple[Any, ...]:
@@ -134,7 +138,7 @@ class RooflineChart:
         checked = (tuple(Roof(*r) for r in _records(self, "roofs", Roof._fields, True, 1)),
                    tuple(Ceiling(*c) for c in _records(self, "ceilings", Ceiling._fields, True, 1)),
                    tuple(Point(*p) for p in _records(self, "points", Point._fields[:3], True,
-                                                     kinds=("bound", "measured"))))
+                                                     kinds=("bound", "measured", "printed"))))
         for name, value in zip(("roofs", "ceilings", "points"), checked):
             object.__setattr__(self, name, value)
         _range(self, "x_range", True)
@@ -151,7 +155,8 @@ class CurveChart:
     series: Sequence[tuple[str, Iterable[float], Iterable[float]]]
     log_x: bool = True
     log_y: bool = True
-    marks: Sequence[tuple[str, float, float]] = ()
+    marks: Sequence[tuple[str, float, float] | tuple[str, float, float, str]] = ()
+    regions: Sequence[tuple[str, float, float]] = ()
     x_range: tuple[float, float] | None = None
     y_range: tuple[float, float] | None = None
 
@@ -175,11 +180,15 @@ class CurveChart:
         if not series:
             raise SymroofError(f"{where}: at least 1 needed, got 0")
         object.__setattr__(self, "series", tuple(series))
-        marks = _records(self, "marks", Mark._fields, False)
-        for i, (label, x, y) in enumerate(marks):   # positive only where the axis is a log axis
+        marks = _records(self, "marks", Mark._fields[:3], False, kinds=("derived", "printed"))
+        for i, (label, x, y, _) in enumerate(marks):   # positive only where the axis is a log axis
             for name, value, log in (("x", x, self.log_x), ("y", y, self.log_y)):
                 number(value, f"CurveChart {self.title!r}: marks[{i}] {label!r} {name}", log)
         object.__setattr__(self, "marks", tuple(Mark(*m) for m in marks))
+        object.__setattr__(self, "regions", tuple(
+            (str(t), number(x, f"CurveChart {self.title!r}: regions {t!r} x", self.log_x),
+             number(y, f"CurveChart {self.title!r}: regions {t!r} y", self.log_y))
+            for t, x, y in _seq(self.regions, f"CurveChart {self.title!r}: regions")))
         _range(self, "x_range", self.log_x)
         _range(self, "y_range", self.log_y)
 
@@ -192,6 +201,7 @@ def _merged(items: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
     return [(", ".join(names), value) for value, names in labels.items()]
 
 
+_CENTRE = CENTRE_SPOT
 _POINT_SPOTS = (BR_SPOT, AL_SPOT, R_SPOT, L_SPOT, BL_SPOT, AR_SPOT, *FAR)   # below right: clear of a rising roof
 _MARK_SPOTS = (AR_SPOT, BL_SPOT, BR_SPOT, AL_SPOT, R_SPOT, L_SPOT, *FAR)    # above right: clear of a falling curve
 
@@ -225,10 +235,13 @@ def _roofline(chart: RooflineChart, tex: bool, palette: Palette, size: tuple[int
     for x, y, i in ridges:
         cv.marker("ridge", "ring", x, y, nth(palette.roofs, i).color)
     points = [p for p in points if cv.inside(p.intensity_flop_per_byte, p.flop_per_s)]
+    shapes = {"bound": ("dot", palette.bound), "measured": ("diamond", palette.measured),
+              "printed": ("square", palette.printed)}
     for p in points:
-        bound = p.kind == "bound"
-        cv.marker(f"point {p.kind}", "dot" if bound else "diamond", p.intensity_flop_per_byte,
-                  p.flop_per_s, palette.bound if bound else palette.measured)
+        shape, color = shapes[p.kind]
+        cv.marker(f"point {p.kind}", shape, p.intensity_flop_per_byte, p.flop_per_s, color)
+    if any(p.kind == "printed" for p in points):   # a reader tells the document's from ours
+        cv.legend_box([], _printed_legend(palette))
     # labels in order of importance: each later one moves around those placed before it
     for label, c in shown:   # at the right edge, else just after the ceiling's ridge
         cv.label("ceiling-label", f"{label} {quantity(c, 'FLOP/s')}",
@@ -243,6 +256,11 @@ def _roofline(chart: RooflineChart, tex: bool, palette: Palette, size: tuple[int
         cv.label("ridge-label", si(x), [(x, y, s) for s in (BR_SPOT, AL_SPOT, R_SPOT, BL_SPOT)], 9, optional=True)
     return cv.finish(chart.title, "Arithmetic intensity (FLOP/B)",
                      "Attainable performance (FLOP/s)")
+
+
+def _printed_legend(palette: Palette) -> list[tuple[str, str, str]]:
+    return [("derived by symroof", "dot", palette.bound),
+            ("printed in the document", "square", palette.printed)]
 
 
 def _padded(values: list[float], log: bool) -> tuple[float, float]:
@@ -270,10 +288,17 @@ def _curve(chart: CurveChart, tex: bool, palette: Palette, size: tuple[int, int]
             entries.append((s.label, nth(palette.series, i)))
     marks = [m for m in marks if cv.inside(m.x, m.y)]
     for m in marks:
-        cv.marker("mark", "dot", m.x, m.y, palette.bound)
-    cv.legend_box(entries)
+        printed = m.kind == "printed"
+        cv.marker(f"mark {m.kind}", "square" if printed else "dot", m.x, m.y,
+                  palette.printed if printed else palette.bound)
+    cv.legend_box(entries, _printed_legend(palette) if any(m.kind == "printed" for m in marks)
+                  else [])
     for m in marks:
-        cv.label("mark-label", m.label, [(m.x, m.y, s) for s in _MARK_SPOTS])
+        if m.label:
+            cv.label("mark-label", m.label, [(m.x, m.y, s) for s in _MARK_SPOTS])
+    for text, x, y in chart.regions:   # a region's name, centred where the caller puts it
+        if cv.inside(x, y):
+            cv.label("region-label", text, [(x, y, _CENTRE)], 12)
     return cv.finish(chart.title, chart.x_label, chart.y_label)
 
 

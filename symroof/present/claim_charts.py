@@ -23,7 +23,7 @@ from symroof import hardware
 from symroof.errors import SymroofError
 from symroof.hardware import UNITS
 from symroof.present.charts import (CurveChart, RooflineChart, curve_pgfplots, curve_svg,
-                                    roofline_pgfplots, roofline_svg)
+                                    roofline_pgfplots, roofline_svg, si)
 from symroof.verify import Chart, Claim, Outcome, Result
 
 __all__ = ["RenderedChart", "render_charts", "render_outcome_charts"]
@@ -56,52 +56,93 @@ def _result(results: Mapping[str, Result], claim_id: object,
     return r, r.derived
 
 
+def _chips(spec: Mapping[str, Any]) -> list[Any]:
+    """The chart's chips: ``hardware`` names one chip or a list of chips to compare."""
+    names = spec.get("hardware", "")
+    return [hardware.get(n) for n in ([names] if isinstance(names, str) else names)]
+
+
 def _roofline(spec: Mapping[str, Any], results: Mapping[str, Result], where: str) -> RooflineChart:
-    chip = hardware.get(spec.get("hardware", ""))
+    chips = _chips(spec)
     precisions = spec.get("precisions") or ["bf16"]
-    # the chart writes each roof's and ceiling's value beside its label
-    roofs = [(lv.name.upper(), float(lv.bandwidth)) for lv in chip.levels
-             if lv.bandwidth is not None]
-    ceilings = [(f"{p.precision} {p.unit}", float(chip.peak(p.precision, p.unit)))
-                for unit in UNITS for p in chip.peaks if p.unit == unit and p.precision in precisions]
+    roofs, ceilings = [], []
+    for chip in chips:   # several chips: each roof and ceiling says whose it is
+        who = f"{chip.name} " if len(chips) > 1 else ""
+        # the chart writes each roof's and ceiling's value beside its label
+        roofs += [(lv.name.upper(), float(lv.bandwidth)) if all(   # a roof they share: once
+                      any(m.name == lv.name and m.bandwidth == lv.bandwidth for m in c.levels)
+                      for c in chips) else (who + lv.name.upper(), float(lv.bandwidth))
+                  for lv in chip.levels if lv.bandwidth is not None]
+        ceilings += [(f"{who}{p.precision} {p.unit}", float(chip.peak(p.precision, p.unit)))
+                     for unit in UNITS for p in chip.peaks
+                     if p.unit == unit and p.precision in precisions]
+    roofs = list(dict.fromkeys(roofs))
     if not ceilings:
-        raise SymroofError(f"{where}: {chip.name} lists no peak for {', '.join(precisions)}")
-    top = chip.peak(precisions[0])
-    bw = chip.bandwidth()
-    points = []
+        raise SymroofError(f"{where}: {chips[0].name} lists no peak for {', '.join(precisions)}")
+    top = chips[0].peak(precisions[0])
+    bw = chips[0].bandwidth()
+    points: list[tuple[str, float, float, str]] = []
     for i, p in enumerate(spec.get("points", [])):
         r, intensity = _result(results, p.get("claim"), f"{where}.points[{i}]")
-        attainable = sp.Min(top, bw * intensity)
-        points.append((str(p.get("label", r.claim.id)), float(intensity), float(attainable)))
-    return RooflineChart(str(spec.get("title", chip.display_name)), roofs, ceilings, points)
+        label = str(p.get("label", r.claim.id))
+        if r.claimed is not None and not _same(r.claimed, intensity):   # the document's own
+            points.append((f"printed {si(float(r.claimed))}", float(r.claimed),
+                           float(sp.Min(top, bw * r.claimed)), "printed"))
+        points.append((label, float(intensity), float(sp.Min(top, bw * intensity)), "bound"))
+    return RooflineChart(str(spec.get("title", chips[0].display_name)), roofs, ceilings, points)
 
 
-def _curve(spec: Mapping[str, Any], results: Mapping[str, Result], where: str,
-           declared: Mapping[str, str]) -> CurveChart:
-    r = results.get(spec.get("claim", ""))
-    if r is None or r.formula is None:
-        raise SymroofError(f"{where}: claim {spec.get('claim')!r} has no formula to draw")
-    x_name, y_name = str(spec.get("x")), str(spec.get("y"))
-    fixed = {k: v for k, v in r.subs.items() if k.name != x_name}
-    y_of = r.formula.xreplace(fixed)
+def _same(a: sp.Expr, b: sp.Expr) -> bool:
+    """Equal to 0.5% (printed at 3 significant figures): one marker serves both."""
+    return abs(float(a) - float(b)) <= 0.005 * abs(float(b))
+
+
+def _sampled(r: Result, x_name: str, xs: list[float], where: str) -> list[float]:
+    """``r``'s formula at each x, its other symbols set to the claim's own values."""
+    if r.formula is None:
+        raise SymroofError(f"{where}: claim {r.claim.id!r} has no formula to draw")
+    y_of = r.formula.xreplace({k: v for k, v in r.subs.items() if k.name != x_name})
     free = y_of.free_symbols
     if len(free) != 1 or next(iter(free)).name != x_name:
         raise SymroofError(f"{where}: the formula of {r.claim.id!r} must depend on {x_name} "
                            f"alone once its other values are set; it has {sorted(map(str, free))}")
     x = next(iter(free))
+    return [float(y_of.xreplace({x: sp.Rational(repr(v))})) for v in xs]
+
+
+def _curve(spec: Mapping[str, Any], results: Mapping[str, Result], where: str,
+           declared: Mapping[str, str]) -> CurveChart:
+    """Curves of claims' formulas (``claim`` and ``curves``), flat ``levels`` at claims'
+    values (a ceiling), ``marks`` (printed and derived) and named ``regions``."""
+    x_name, y_name = str(spec.get("x")), str(spec.get("y"))
     lo, hi = sp.Rational(spec.get("from", 1)), sp.Rational(spec.get("to", 1000))
     xs = [float(lo * (hi / lo) ** sp.Rational(i, _SAMPLES - 1)) for i in range(_SAMPLES)]
-    ys = [float(y_of.xreplace({x: sp.Rational(repr(v))})) for v in xs]
-    marks = []
+    drawn = ([{"claim": spec["claim"], "label": spec.get("label")}] if "claim" in spec else []) \
+        + list(spec.get("curves", []))
+    series = []
+    for i, c in enumerate(drawn):
+        r = results.get(c.get("claim", ""))
+        if r is None:
+            raise SymroofError(f"{where}.curves[{i}]: no claim {c.get('claim')!r} in this file")
+        series.append((str(c.get("label") or f"{y_name}({x_name}), derived"), xs,
+                       _sampled(r, x_name, xs, where)))
+    for i, c in enumerate(spec.get("levels", [])):
+        r, value = _result(results, c.get("claim"), f"{where}.levels[{i}]")
+        label = f"{c.get('label', r.claim.id)} = {si(float(value))}"
+        series.append((label, [xs[0], xs[-1]], [float(value)] * 2))
+    marks: list[tuple[str, float, float, str]] = []
     for i, m in enumerate(spec.get("marks", [])):
         mr, derived = _result(results, m.get("claim"), f"{where}.marks[{i}]")
         at = float(m.get("x", 1))
         if mr.claimed is not None:
-            marks.append((f"{mr.claim.id}: printed", at, float(mr.claimed)))
-        marks.append((f"{mr.claim.id}: derived", at, float(derived)))
-    label = str(spec.get("label", f"{y_name}({x_name}), derived"))
-    return CurveChart(str(spec.get("title", r.claim.quantity)), x_name, y_name,
-                      [(label, xs, ys)], marks=marks)
+            marks.append(("", at, float(mr.claimed), "printed"))
+        marks.append((str(m.get("label", mr.claim.id)), at, float(derived), "derived"))
+    regions = [(str(g.get("label", "")), float(g.get("x", 1)), float(g.get("y", 1)))
+               for g in spec.get("regions", [])]
+    first = results.get(drawn[0].get("claim", "")) if drawn else None
+    title = str(spec.get("title", first.claim.quantity if first else ""))
+    return CurveChart(title, str(spec.get("x_title", x_name)), str(spec.get("y_title", y_name)),
+                      series, marks=marks, regions=regions)
 
 
 def render_charts(outcome: Outcome, errors: list[Result] | None = None) -> list[RenderedChart]:

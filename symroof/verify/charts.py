@@ -31,8 +31,8 @@ __all__ = ["CHART_KEYS", "check_chart", "SAMPLES"]
 CHART_KEYS = {
     "roofline": ("id", "kind", "document", "after", "title", "hardware", "precisions",
                  "points"),
-    "curve": ("id", "kind", "document", "after", "title", "x", "y", "claim", "from", "to",
-              "marks", "label"),
+    "curve": ("id", "kind", "document", "after", "title", "x", "y", "x_title", "y_title",
+              "claim", "label", "curves", "levels", "from", "to", "marks", "regions"),
 }
 #: Points at which a curve's formula is checked (the chart samples it log-spaced).
 SAMPLES = 48
@@ -69,7 +69,7 @@ def check_chart(spec: Mapping[str, Any], results: Mapping[str, _Result], documen
     if not isinstance(cid, str) or not _ID.fullmatch(cid):
         raise SymroofError(f"{at('id')}: expected an id of letters, digits, - _ . (it names "
                            f"the chart's file), got {cid!r}")
-    for name in ("document", "after", "title", "label"):
+    for name in ("document", "after", "title", "label", "x_title", "y_title"):
         if name in spec and not isinstance(spec[name], str):
             raise SymroofError(f"{at(name)}: expected a string, got {spec[name]!r}")
     if "document" in spec and spec["document"] not in documents:
@@ -110,12 +110,16 @@ def _list(spec: Mapping[str, Any], name: str, at: Any) -> Sequence[Any]:
 
 
 def _roofline(spec: Mapping[str, Any], results: Mapping[str, _Result], at: Any) -> None:
-    if not isinstance(spec.get("hardware"), str):
-        raise SymroofError(f"{at('hardware')}: expected a chip name, got {spec.get('hardware')!r}")
+    names = spec.get("hardware")
+    names = [names] if isinstance(names, str) else names
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise SymroofError(f"{at('hardware')}: expected a chip name or a list of chip names, "
+                           f"got {spec.get('hardware')!r}")
     try:
-        chip = hardware.get(spec["hardware"])
+        chips = [hardware.get(n) for n in names]
     except SymroofError as err:
         raise SymroofError(f"{at('hardware')}: {err}") from None
+    chip = chips[0]
     precisions = _list(spec, "precisions", at) or ["bf16"]
     for p in precisions:
         if not isinstance(p, str):
@@ -125,7 +129,7 @@ def _roofline(spec: Mapping[str, Any], results: Mapping[str, _Result], at: Any) 
         _positive(chip.bandwidth(), f"{at('hardware')}: {chip.name}'s bandwidth")
     except SymroofError as err:
         raise SymroofError(f"{at('precisions')}: {err}") from None
-    if not any(q.precision in precisions for q in chip.peaks):
+    if not any(q.precision in precisions for c in chips for q in c.peaks):
         raise SymroofError(f"{at('precisions')}: {chip.name} lists no peak for "
                            f"{', '.join(precisions)}")
     for i, p in enumerate(_list(spec, "points", at)):
@@ -138,10 +142,16 @@ def _roofline(spec: Mapping[str, Any], results: Mapping[str, _Result], at: Any) 
 
 
 def _curve(spec: Mapping[str, Any], results: Mapping[str, _Result], at: Any) -> None:
-    claim_id = spec.get("claim")
-    r = results.get(claim_id) if isinstance(claim_id, str) else None
-    if r is None or r.formula is None:
-        raise SymroofError(f"{at('claim')}: claim {claim_id!r} has no formula to draw")
+    drawn = ([spec["claim"]] if "claim" in spec else [])
+    for i, c in enumerate(_list(spec, "curves", at)):
+        if not isinstance(c, Mapping) or set(c) - {"claim", "label"} or "claim" not in c \
+                or not isinstance(c.get("label", ""), str):
+            raise SymroofError(f"{at('curves')}[{i}]: expected {{claim = ..., label = ...}}, "
+                               f"got {c!r}")
+        drawn.append(c["claim"])
+    if not drawn:
+        raise SymroofError(f"{at('claim')}: a curve chart draws a claim's formula: give claim "
+                           f"or curves")
     for name in ("x", "y"):
         if not isinstance(spec.get(name), str):
             raise SymroofError(f"{at(name)}: expected a symbol's name, got {spec.get(name)!r}")
@@ -151,6 +161,44 @@ def _curve(spec: Mapping[str, Any], results: Mapping[str, _Result], at: Any) -> 
     lo, hi = (_positive(spec.get(k, d), at(k)) for k, d in (("from", 1), ("to", 1000)))
     if not lo < hi:
         raise SymroofError(f"{at('to')}: expected more than from ({lo:g}), got {hi:g}")
+    for claim_id in drawn:
+        _formula(spec, results, at, claim_id, lo, hi)
+    for i, m in enumerate(_list(spec, "levels", at)):
+        where = f"{at('levels')}[{i}]"
+        if not isinstance(m, Mapping) or set(m) - {"claim", "label"} \
+                or not isinstance(m.get("label", ""), str):
+            raise SymroofError(f"{where}: expected {{claim = ..., label = ...}}, got {m!r}")
+        _number(results, m.get("claim"), where)
+    for i, m in enumerate(_list(spec, "marks", at)):
+        where = f"{at('marks')}[{i}]"
+        if not isinstance(m, Mapping) or set(m) - {"claim", "x", "label"} \
+                or not isinstance(m.get("label", ""), str):
+            raise SymroofError(f"{where}: expected {{claim = ..., x = ..., label = ...}}, "
+                               f"got {m!r}")
+        if isinstance(m.get("x", 1), (bool, str)):
+            raise SymroofError(f"{where}.x: expected a number, got {m['x']!r}")
+        _positive(m.get("x", 1), f"{where}.x")
+        _number(results, m.get("claim"), where)
+        claimed = getattr(results[m["claim"]], "claimed", None)
+        if claimed is not None:
+            _positive(claimed, f"{where}: claim {m['claim']!r}'s printed value")
+    for i, g in enumerate(_list(spec, "regions", at)):
+        where = f"{at('regions')}[{i}]"
+        if not isinstance(g, Mapping) or set(g) != {"label", "x", "y"} \
+                or not isinstance(g["label"], str):
+            raise SymroofError(f"{where}: expected {{label = ..., x = ..., y = ...}}, got {g!r}")
+        for k in ("x", "y"):
+            if isinstance(g[k], (bool, str)):
+                raise SymroofError(f"{where}.{k}: expected a number, got {g[k]!r}")
+            _positive(g[k], f"{where}.{k}")
+
+
+def _formula(spec: Mapping[str, Any], results: Mapping[str, _Result], at: Any,
+             claim_id: object, lo: float, hi: float) -> None:
+    """The claim's formula is positive and finite along the chart's range."""
+    r = results.get(claim_id) if isinstance(claim_id, str) else None
+    if r is None or r.formula is None:
+        raise SymroofError(f"{at('claim')}: claim {claim_id!r} has no formula to draw")
     x_name = spec["x"]
     fixed = {k: v for k, v in r.subs.items() if k.name != x_name}
     y_of = substitute(r.formula, fixed, at("claim"))
@@ -165,14 +213,3 @@ def _curve(spec: Mapping[str, Any], results: Mapping[str, _Result], at: Any) -> 
         point = float(sp.Rational(repr(lo)) * ratio ** sp.Rational(i, SAMPLES - 1))
         value = substitute(y_of, {x: sp.Rational(repr(point))}, at("claim"))
         _positive(value, f"{at('claim')}: the formula of {claim_id!r} at {x_name} = {point:g}")
-    for i, m in enumerate(_list(spec, "marks", at)):
-        where = f"{at('marks')}[{i}]"
-        if not isinstance(m, Mapping) or set(m) - {"claim", "x"}:
-            raise SymroofError(f"{where}: expected {{claim = ..., x = ...}}, got {m!r}")
-        if isinstance(m.get("x", 1), (bool, str)):
-            raise SymroofError(f"{where}.x: expected a number, got {m['x']!r}")
-        _positive(m.get("x", 1), f"{where}.x")
-        _number(results, m.get("claim"), where)
-        claimed = getattr(results[m["claim"]], "claimed", None)
-        if claimed is not None:
-            _positive(claimed, f"{where}: claim {m['claim']!r}'s printed value")

@@ -110,7 +110,7 @@ def test_points_land_where_the_log_mapping_puts_them() -> None:
     chart2 = CurveChart("c", "B", "S", [("S B = 430,626", BS, [430626 / b for b in BS])],
                         marks=[("B=64", *mark)], x_range=(1, 1000), y_range=(100, 1e6))
     root2 = parse(curve_svg(chart2))
-    assert translated(root2, "mark") == [pytest.approx(
+    assert translated(root2, "mark derived") == [pytest.approx(
         expected_pixel(root2, *mark, (1, 1000), (100, 1e6)), abs=0.006)]
 
 
