@@ -6,9 +6,14 @@ variable as a function of another) and marks the document's own points beside th
 derived ones.
 
 ``[[chart]]`` fields: ``id``, ``kind`` (``roofline`` or ``curve``), ``document``,
-``after`` (the section it follows), ``title``; a roofline has ``hardware``,
-``precisions`` and ``points = [{label, claim}]``; a curve has ``x``, ``y``, ``claim``,
-``from``, ``to`` and ``marks = [{claim, x}]``.
+``after`` (the section it follows), ``title``; a roofline has ``hardware`` (a chip, or a
+list of chips drawn together), ``precisions`` (only their roofs are drawn: the title should
+say which) and ``points = [{label, claim}]`` (a claim whose printed value differs from the
+derived one also gets a printed marker); a curve has ``x``, ``y``, ``x_title`` and
+``y_title`` (the axes' names with units), ``claim`` (and ``label``) or ``curves = [{claim,
+label}]``, ``levels = [{claim, label}]`` (flat lines at claims' values, such as a ceiling),
+``from``, ``to``, ``marks = [{claim, x, label}]`` (printed and derived markers) and
+``regions = [{label, x, y}]`` (an area's name, centred at a point).
 """
 
 from __future__ import annotations

@@ -172,3 +172,34 @@ def test_powers_are_superscripts_in_both_outputs() -> None:
     tex = roofline_pgfplots(chart)
     assert tex.count("GEMM $8192^{3}$") == 2 and "textasciicircum" not in tex
     assert root[0].text == "GEMM 8192^3 on a chip"   # the SVG <title> element stays plain text
+
+
+def test_the_appendix_draws_the_issue_21_charts() -> None:
+    """Decode intensity against batch with its ceiling, the two Opteron rooflines, fused
+    against unfused attention, the KV-versus-weights regions; roofs only for the stated
+    precision; axes titled with name and unit; printed beside derived with a legend."""
+    charts = {cid: ET.fromstring(svg) for cid, svg in appendix_charts().items()}
+    assert {"roofline-h100", "decode-intensity-batch", "opteron-x2-x4",
+            "attention-fused-unfused", "kv-weights-llama-3-70b"} <= set(charts)
+
+    def texts(cid: str, cls: str) -> list[str]:
+        return ["".join(t.itertext()) for t in charts[cid].iter(f"{NS}text")
+                if t.get("class") == cls]
+    for cid in charts:   # every axis title names a quantity and its unit in parentheses
+        assert all(re.fullmatch(r".+ \(.+\)", t) for t in texts(cid, "x-label") + texts(cid, "y-label")), cid
+    h100 = texts("roofline-h100", "ceiling-label")
+    assert h100 and all(t.startswith("bf16") for t in h100), h100     # the title says bf16
+    assert "bf16" in texts("roofline-h100", "title")[0]
+    assert any("ceiling at S = 1024 = 25" in "".join(e.itertext())
+               for e in charts["decode-intensity-batch"].iter(f"{NS}text"))
+    opteron = " ".join(texts("opteron-x2-x4", "ceiling-label"))
+    assert "opteron-x2 fp64" in opteron and "opteron-x4 fp64" in opteron
+    assert set(texts("opteron-x2-x4", "ridge-label")) == {"1.17", "4.91"}
+    labels = texts("attention-fused-unfused", "point-label")
+    assert any("unfused" in t for t in labels) and any(t.startswith("fused") for t in labels)
+    assert len(texts("kv-weights-llama-3-70b", "region-label")) == 2
+    kv = charts["kv-weights-llama-3-70b"]
+    assert [g.get("class") for g in kv.iter(f"{NS}g")].count("mark printed") == 2
+    legend = " ".join("".join(t.itertext()) for g in kv.iter(f"{NS}g")
+                      if g.get("class") == "legend" for t in g.iter(f"{NS}text"))
+    assert "printed in the document" in legend and "derived by symroof" in legend

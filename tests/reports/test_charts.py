@@ -367,3 +367,38 @@ def test_a_chart_that_raises_while_drawing_is_its_own_error(monkeypatch: pytest.
     assert f"two.toml:{line}: chart 'bad'" in errors[0].message
     assert "ZeroDivisionError" in errors[0].message
     assert len(after.results) == len(outcome.results) + 1
+
+
+@pytest.mark.parametrize("extra, field", [
+    ({"hardware": ["h100-sxm", 3]}, "hardware"),
+    ({"hardware": ["h100-sxm", "no-such-chip"]}, "hardware"),
+])
+def test_a_roofline_of_several_chips_names_a_bad_chip(extra: dict[str, object], field: str) -> None:
+    from symroof.verify.charts import check_chart
+    spec = {"id": "c", "kind": "roofline", "precisions": ["bf16"], **extra}
+    with pytest.raises(SymroofError, match=rf"f.toml:3: chart 'c' field '{field}'"):
+        check_chart(spec, {}, {"000"}, "f.toml:3: chart 'c'")
+
+
+@pytest.mark.parametrize("extra, field", [
+    ({"regions": [{"label": "a", "x": 1}]}, "regions"),
+    ({"regions": [{"label": "a", "x": 1, "y": -2}]}, "regions"),
+    ({"curves": [{"claim": "x", "colour": "red"}]}, "curves"),
+    ({"levels": [{"claim": "nope"}]}, "levels"),
+    ({"x_title": 3}, "x_title"),
+    ({"marks": [{"claim": "x", "x": 1, "label": 2}]}, "marks"),
+])
+def test_a_curve_chart_names_its_bad_field(extra: dict[str, object], field: str) -> None:
+    """The curve chart's fields (issue 21: curves, levels, regions, axis titles) fail with
+    the file, line, chart and field; the curve itself is a claim whose formula is S = 100/B."""
+    import sympy as sp
+
+    from symroof.verify.charts import check_chart
+    B = sp.Symbol("B", positive=True)
+
+    class R:
+        status, derived, claimed = "match", sp.Integer(2), None
+        formula, subs = 100 / B, {}
+    spec = {"id": "c", "kind": "curve", "x": "B", "y": "S", "claim": "x", **extra}
+    with pytest.raises(SymroofError, match=rf"f.toml:3: chart 'c' field '{field}'"):
+        check_chart(spec, {"x": R()}, {"000"}, "f.toml:3: chart 'c'")
