@@ -8,7 +8,8 @@ derived ones.
 ``[[chart]]`` fields: ``id``, ``kind`` (``roofline`` or ``curve``), ``document``,
 ``after`` (the section it follows), ``title``; a roofline has ``hardware`` (a chip, or a
 list of chips drawn together), ``precisions`` (only their roofs are drawn: the title should
-say which) and ``points = [{label, claim}]`` (a claim whose printed value differs from the
+say which) and ``points = [{label, claim, hardware}]`` (on the first chip's roof unless the
+point names its chip; a claim whose printed value differs from the
 derived one also gets a printed marker); a curve has ``x``, ``y``, ``x_title`` and
 ``y_title`` (the axes' names with units), ``claim`` (and ``label``) or ``curves = [{claim,
 label}]``, ``levels = [{claim, label}]`` (flat lines at claims' values, such as a ceiling),
@@ -84,11 +85,11 @@ def _roofline(spec: Mapping[str, Any], results: Mapping[str, Result], where: str
     roofs = list(dict.fromkeys(roofs))
     if not ceilings:
         raise SymroofError(f"{where}: {chips[0].name} lists no peak for {', '.join(precisions)}")
-    top = chips[0].peak(precisions[0])
-    bw = chips[0].bandwidth()
     points: list[tuple[str, float, float, str]] = []
     for i, p in enumerate(spec.get("points", [])):
         r, intensity = _result(results, p.get("claim"), f"{where}.points[{i}]")
+        chip = hardware.get(p["hardware"]) if "hardware" in p else chips[0]   # whose roof
+        top, bw = chip.peak(precisions[0]), chip.bandwidth()
         label = str(p.get("label", r.claim.id))
         if r.claimed is not None and not _same(r.claimed, intensity):   # the document's own
             points.append((f"printed {si(float(r.claimed))}", float(r.claimed),

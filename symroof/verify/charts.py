@@ -134,8 +134,11 @@ def _roofline(spec: Mapping[str, Any], results: Mapping[str, _Result], at: Any) 
                            f"{', '.join(precisions)}")
     for i, p in enumerate(_list(spec, "points", at)):
         where = f"{at('points')}[{i}]"
-        if not isinstance(p, Mapping) or set(p) - {"label", "claim"}:
+        if not isinstance(p, Mapping) or set(p) - {"label", "claim", "hardware"}:
             raise SymroofError(f"{where}: expected {{label = ..., claim = ...}}, got {p!r}")
+        if "hardware" in p and p["hardware"] not in names:
+            raise SymroofError(f"{where}.hardware: expected one of the chart's chips "
+                               f"{names}, got {p['hardware']!r}")
         if "label" in p and not isinstance(p["label"], str):
             raise SymroofError(f"{where}.label: expected a string, got {p['label']!r}")
         _number(results, p.get("claim"), where)

@@ -203,3 +203,13 @@ def test_the_appendix_draws_the_issue_21_charts() -> None:
     legend = " ".join("".join(t.itertext()) for g in kv.iter(f"{NS}g")
                       if g.get("class") == "legend" for t in g.iter(f"{NS}text"))
     assert "printed in the document" in legend and "derived by symroof" in legend
+
+
+def test_the_opteron_chart_shows_the_printed_ridges_beside_the_derived() -> None:
+    """The document's ridges (1.0 and 4.4) are printed markers on their own chip's roof,
+    beside the derived 1.17 and 4.91 (the erratum is visible in the chart)."""
+    root = ET.fromstring(appendix_charts()["opteron-x2-x4"])
+    classes = [g.get("class") for g in root.iter(f"{NS}g")]
+    assert classes.count("point printed") == 2 and classes.count("point bound") == 2
+    labels = {"".join(t.itertext()) for t in root.iter(f"{NS}text")}
+    assert {"printed 1", "printed 4.4", "X2 ridge", "X4 ridge"} <= labels
