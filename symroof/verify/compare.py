@@ -42,7 +42,24 @@ import sympy as sp
 from symroof.budget import check_expr, check_number, guarded, light
 from symroof.errors import SymroofError
 
-__all__ = ["RULES", "DIGITS", "check_rounding", "status", "tolerance_text"]
+__all__ = ["RULES", "DIGITS", "ROUNDING_RULE", "COMPARISONS", "check_rounding", "status",
+           "tolerance_text", "comparison", "propagated_halfwidth"]
+
+#: The one rounding rule of every verdict, in words (the report's front matter prints it).
+ROUNDING_RULE = (
+    "A printed figure is compared at its own precision: k significant figures (or k "
+    "decimals) means the derived value must lie within half a unit of the last printed "
+    "digit. Where the document computed a figure from other figures it printed (rounded), "
+    "that rounding is propagated: the half-units of those inputs, as relative errors, are "
+    "added to the tolerance, so a product of two accepted figures is not a mismatch. "
+    "'About' and '~' figures are compared within a stated relative tolerance; a bound "
+    "('at most', 'at least') is checked against the bound. Derived values are exact "
+    "rationals (an irrational one at 40 significant digits), so no rounding of ours "
+    "enters a verdict.")
+
+#: How a verdict compares (the JSON's ``comparison``): equal as printed, within a
+#: tolerance, or against a bound.
+COMPARISONS = ("equal", "within", "at most", "at least")
 
 #: Significant digits an irrational derived value is compared at; ``sig`` and
 #: ``decimals`` may not ask for more.
@@ -77,6 +94,50 @@ def check_rounding(rounding: object, where: str) -> dict[str, object]:
     return {rule: value}
 
 
+def comparison(rounding: Mapping[str, object]) -> str:
+    """The kind of comparison ``rounding`` makes (one of :data:`COMPARISONS`).
+
+    >>> comparison({"sig": 3}), comparison({"rel": 0.05}), comparison({"at_most": True})
+    ('equal', 'within', 'at most')
+    """
+    (rule, _), = rounding.items()
+    if rule in ("exact", "sig", "decimals"):
+        return "equal"
+    if rule in ("less_than", "at_most"):
+        return "at most"
+    if rule in ("greater_than", "at_least"):
+        return "at least"
+    return "within"
+
+
+def half_unit(printed: sp.Expr, rounding: Mapping[str, object],
+              scale: sp.Expr = sp.Integer(1)) -> sp.Rational:
+    """Half a unit of the last printed digit of ``printed`` (base units), 0 for exact.
+
+    >>> half_unit(sp.Rational(53, 10), {"sig": 2})
+    1/20
+    """
+    (rule, value), = rounding.items()
+    c = _rational(printed)
+    if rule == "sig" and c != 0:
+        return sp.Rational(1, 2) * sp.Integer(10) ** (_exponent(c) - int(value) + 1)  # type: ignore[call-overload]
+    if rule == "decimals":
+        return sp.Rational(1, 2) * sp.Integer(10) ** (-int(value)) * sp.Rational(scale)  # type: ignore[call-overload]
+    return sp.Integer(0)
+
+
+def propagated_halfwidth(claimed: sp.Expr, inputs: list[tuple[sp.Expr, sp.Rational]]
+                         ) -> sp.Rational:
+    """The extra tolerance of a figure the document computed (by products and quotients)
+    from ``inputs``, each (printed value, its half-unit): their relative errors add.
+
+    >>> propagated_halfwidth(sp.Integer(100), [(sp.Integer(10), sp.Rational(1, 2))])
+    5
+    """
+    rel = sum((abs(h / _rational(v)) for v, h in inputs if v != 0), sp.Integer(0))
+    return sp.Rational(abs(_rational(claimed)) * rel)
+
+
 def _rational(x: object) -> sp.Rational:
     if isinstance(x, float):
         return sp.Rational(repr(x))
@@ -95,12 +156,13 @@ def _exponent(x: sp.Rational) -> int:
 
 
 def status(derived: sp.Expr, claimed: sp.Expr, rounding: Mapping[str, object],
-           scale: sp.Expr = sp.Integer(1)) -> str:
+           scale: sp.Expr = sp.Integer(1), extra: sp.Expr = sp.Integer(0)) -> str:
     """``"match"`` or ``"mismatch"`` for numbers (or formulas, for ``exact``).
 
     Values are in base units; ``scale`` is base units per one of the claim's unit, so that
     ``decimals`` and ``abs`` count in the unit the document printed (9% to 0 decimals is
-    within half a percentage point).
+    within half a percentage point). ``extra`` (base units) widens the tolerance by the
+    rounding of printed inputs the document propagated (:func:`propagated_halfwidth`).
     """
     (rule, value), = rounding.items()
     if derived.free_symbols or claimed.free_symbols:
@@ -118,6 +180,10 @@ def status(derived: sp.Expr, claimed: sp.Expr, rounding: Mapping[str, object],
     d = derived if derived.is_Rational else _decimal(derived)
     c = _rational(claimed)
     unit = sp.Rational(scale)
+    if extra and rule in ("sig", "decimals", "rel", "abs") and abs(d - c) <= _rational(extra) + (
+            half_unit(c, rounding, unit) if rule in ("sig", "decimals") else
+            _rational(value) * abs(c) if rule == "rel" else _rational(value) * unit):
+        return "match"
     ok = {
         "exact": lambda: d == c,
         "sig": lambda: abs(d - c) <= sp.Rational(1, 2) * sp.Integer(10) ** (

@@ -73,7 +73,7 @@ from symroof.symbols import CANONICAL, dim, quantity
 from symroof.verify.grammar import NODE_KEYS, SPEC_KEYS, check_keys
 from symroof.workloads.attention import ElementwiseFlops
 
-__all__ = ["Context", "declare", "declare_each", "evaluate", "model", "workload",
+__all__ = ["ASSUMPTIONS", "Context", "declare", "declare_each", "evaluate", "model", "workload",
            "check_value", "OPERATIONS", "BUILDERS", "CONSTANTS"]
 
 #: Workload builders a recipe may name.
@@ -106,6 +106,49 @@ _ROOFLINE_FIELDS = ("time_s", "compute_time_s", "memory_time_s", "time_serial_s"
                     "ridge", "intensity", "flops", "bytes", "margin")
 
 
+#: Assumptions a claim may state, each with how the recipe honours it. The verdict is
+#: computed under them; what the engine models beyond them is a second line.
+ASSUMPTIONS: Mapping[str, str] = {
+    "ignores communication": "every roofline node drops its communication time (the "
+                             "all-reduces of a sharded workload); the figure with "
+                             "communication is shown as a second line",
+    "FP16": "every roofline node runs at fp16 (2-byte values, the FP16 peak)",
+    "BF16": "every roofline node runs at bf16",
+    "FP8": "every roofline node runs at fp8",
+}
+_PRECISION_ASSUMPTIONS = {"FP16": "fp16", "BF16": "bf16", "FP8": "fp8"}
+
+
+def honour(node: object, assumptions: tuple[str, ...], where: str) -> None:
+    """Refuse ``assumptions`` a recipe cannot honour: one that needs a roofline node in a
+    recipe with none, or a precision a roofline node contradicts."""
+    rooflines = _roofline_specs(node)
+    for a in assumptions:
+        if a not in ASSUMPTIONS:
+            raise SymroofError(f"{where}: the recipe cannot honour {a!r}")
+        if not rooflines:
+            raise SymroofError(f"{where}: the recipe cannot honour {a!r}: it has no roofline "
+                               "node to apply it to")
+        want = _PRECISION_ASSUMPTIONS.get(a)
+        for spec in rooflines:
+            got = spec.get("precision", "bf16") if isinstance(spec, Mapping) else None
+            if want is not None and got != want:
+                raise SymroofError(f"{where}: the recipe cannot honour {a!r}: a roofline node "
+                                   f"runs at precision {got!r}")
+
+
+def _roofline_specs(node: object) -> list[Any]:
+    if isinstance(node, Mapping):
+        found = [node["roofline"]] if "roofline" in node else []
+        for k, v in node.items():
+            if k != "roofline":
+                found += _roofline_specs(v)
+        return found
+    if isinstance(node, list):
+        return [x for v in node for x in _roofline_specs(v)]
+    return []
+
+
 @dataclass
 class Context:
     """The names a claim file declares, and caches shared by its claims."""
@@ -119,6 +162,7 @@ class Context:
     light_only: bool = False  # a structural node's first try: a heavy leaf goes to the guard
     in_guard: bool = False    # in the guarded child: everything runs here
     mentioned: set[sp.Basic] = field(default_factory=set)  # symbols the recipe's inputs use
+    assumptions: frozenset[str] = frozenset()  # the claim's stated assumptions, in force
 
     def symbol(self, name: str, where: str) -> sp.Symbol:
         if not isinstance(name, str):
@@ -741,6 +785,8 @@ def _roofline_node(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any]
     r = roofline(a, _text(s.get("hardware"), f"{where}.hardware"),
                  precision=_option(s, "precision", where, "bf16") or "bf16", subs=subs,
                  unit=_option(s, "unit", where, None), level=_option(s, "level", where, None))
+    if "ignores communication" in ctx.assumptions:
+        r = dataclasses.replace(r, communication=sp.Integer(0))
     devices = _count(s.get("devices", 1), ctx, env, f"{where}.devices")
     return _roofline_q(r, _text(node.get("q", "time_s"), f"{where}.q"), devices, where)
 

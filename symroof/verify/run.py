@@ -8,7 +8,20 @@ and a status:
 - ``mismatch``: it does not (the claim's note says which assumption or arithmetic differs);
 - ``cited``: an empirical figure no formula yields, shown as a citation;
 - ``derived``: an exercise the document sets without printing an answer: symroof's answer;
+- ``inconsistent``: the document prints different values for this one quantity in
+  different places (``places``); ``findings`` lists each place, its value and the
+  convention that yields it;
 - ``error``: the claim as written could not be read or computed (named in ``message``).
+
+A claim's ``assumptions`` (what the document states it assumes or ignores) are in force
+while the deciding value is derived; what the engine models beyond them (communication)
+is an alternative labelled "with communication". ``comparison`` says how the verdict was
+made (equal as printed, within a tolerance, at most or at least a bound) and
+``tolerance`` in words; :data:`symroof.verify.compare.ROUNDING_RULE` is the one rule.
+``findings`` are the engine's own remarks beside the row (a row that does not fit the
+chip's memory, the places of an inconsistency). A note may hold ``{derived}``,
+``{claimed}``, ``{alt0}``, ``{with_communication}`` (with a format spec: ``{derived:.3g}``),
+filled in the claim's unit from the values derived, so no prose number disagrees with them.
 
 >>> from symroof.verify.schema import parse_claims, EXAMPLE
 >>> (r,) = run_claims(parse_claims(EXAMPLE, "example.toml")).results
@@ -21,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,12 +47,20 @@ from symroof.parse import parse_expr
 from symroof.symbols import CANONICAL
 from symroof.verify import units
 from symroof.verify.charts import check_chart
-from symroof.verify.compare import status, tolerance_text
+from symroof.verify.compare import (comparison, half_unit, propagated_halfwidth, status,
+                                    tolerance_text)
 from symroof.verify.grammar import dimension_of
-from symroof.verify.recipe import Context, check_value, declare_each, evaluate
+from symroof.verify.recipe import Context, check_value, declare_each, evaluate, honour
 from symroof.verify.schema import Chart, Claim, ClaimFile, field_line
 
-__all__ = ["Result", "Alternative", "Outcome", "run_claims", "derive"]
+__all__ = ["Result", "Alternative", "Outcome", "run_claims", "derive", "STATUSES",
+           "WITH_COMMUNICATION", "fill_note"]
+
+#: Every status a result may have.
+STATUSES = ("match", "mismatch", "inconsistent", "cited", "derived", "error")
+
+#: The label of the second line a claim that ignores communication gets.
+WITH_COMMUNICATION = "with communication"
 
 
 @dataclass(frozen=True)
@@ -65,6 +87,13 @@ class Result:
     tolerance: str = ""
     alternatives: tuple[Alternative, ...] = ()
     message: str = ""                       # the error, for status "error"
+    findings: tuple[str, ...] = ()          # the engine's remarks beside the row
+    comparison: str = ""                    # "equal", "within", "at most", "at least"
+
+    @property
+    def assumptions(self) -> tuple[str, ...]:
+        """What the document states it assumes or ignores: the verdict's basis."""
+        return self.claim.assumptions
 
     @property
     def scale(self) -> sp.Expr:
@@ -96,7 +125,7 @@ class Outcome:
     @property
     def failed(self) -> bool:
         """A mismatch or an error: a check of a document fails."""
-        return any(r.status in ("mismatch", "error") for r in self.results)
+        return any(r.status in ("mismatch", "inconsistent", "error") for r in self.results)
 
 
 def _at(claim: Claim, ctx: Context, name: str) -> str:
@@ -155,11 +184,128 @@ def _check_unit(claim: Claim, node: Any, ctx: Context, label: str = "") -> None:
         units.check_unit(claim.unit, dim, f"{_at(claim, ctx, 'unit')}{shown}")
 
 
-def _check(claim: Claim, ctx: Context) -> Result:
+def _check(claim: Claim, ctx: Context, claims: Mapping[str, Claim]) -> Result:
+    result = _check_one(claim, ctx, claims)
+    findings = list(result.findings)
+    if claim.fits is not None and result.status != "error":
+        with _field(claim, ctx, "fits"):
+            findings.append(_fits(claim, result.subs, ctx))
+    with _field(claim, ctx, "note"):
+        note = fill_note(claim.note, result)
+    return dataclasses.replace(result, claim=dataclasses.replace(claim, note=note),
+                               findings=tuple(findings),
+                               comparison=comparison(claim.rounding))
+
+
+def _number(value: sp.Expr | None, claim: Claim) -> float | None:
+    if value is None or value.free_symbols:
+        return None
+    return float(value / units.scale(claim.unit))
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(:[^{}]*)?\}")
+
+
+def fill_note(note: str, result: Result) -> str:
+    """``note`` with ``{derived}``, ``{claimed}``, ``{altN}`` and ``{with_communication}``
+    filled in the claim's unit (a format spec such as ``:.3g`` is applied; the default
+    is 4 significant figures)."""
+    values: dict[str, float | None] = {"derived": _number(result.derived, result.claim),
+                                       "claimed": _number(result.claimed, result.claim)}
+    for i, alt in enumerate(result.alternatives):
+        values[f"alt{i}"] = _number(alt.derived, result.claim)
+        if alt.label == WITH_COMMUNICATION:
+            values["with_communication"] = values[f"alt{i}"]
+
+    def fill(m: re.Match[str]) -> str:
+        name, spec = m.group(1), (m.group(2) or ":.4g")[1:]
+        if name not in values:
+            raise SymroofError(f"note placeholder {{{name}}}: expected one of "
+                               f"{', '.join(sorted(values))}")
+        v = values[name]
+        if v is None:
+            raise SymroofError(f"note placeholder {{{name}}}: no number was derived for it")
+        try:
+            return _plain(format(v, spec))
+        except ValueError as err:
+            raise SymroofError(f"note placeholder {{{name}}}: bad format {spec!r} ({err})")
+    return _PLACEHOLDER.sub(fill, note)
+
+
+def _plain(text: str) -> str:
+    """A formatted number as a document prints it: ``1.104e+04`` as ``11,040``, and
+    ``6.442e+09`` as ``6.442e9``."""
+    m = re.fullmatch(r"(-?[0-9.]+)e([+-])0*([0-9]+)", text)
+    if not m:
+        return text
+    mantissa, sign, exp = m.groups()
+    if sign == "+" and int(exp) < 6:
+        return f"{float(text):,.0f}"
+    return f"{mantissa}e{'-' if sign == '-' else ''}{exp}"
+
+
+def _fits(claim: Claim, subs_: Mapping[sp.Symbol, sp.Expr], ctx: Context) -> str:
+    """The feasibility finding of ``claim.fits``: does ``need`` fit in ``capacity``?"""
+    assert claim.fits is not None
+    where = _at(claim, ctx, "fits")
+    values = []
+    for key in ("need", "capacity"):
+        ctx.mentioned = set()
+        _, v = derive(claim.fits[key], subs_, ctx, f"{where}.{key}")
+        if v.free_symbols:
+            raise SymroofError(f"{where}.{key}: expected a number at the claim's subs, got {v}")
+        values.append(v)
+    need, cap = values
+    what = claim.fits["what"]
+    gb = sp.Integer(10) ** 9
+    if need > cap:
+        return (f"does not run as stated: {what} needs {float(need / gb):.4g} GB, more than "
+                f"the {float(cap / gb):.4g} GB available")
+    return f"fits: {what} needs {float(need / gb):.4g} GB of {float(cap / gb):.4g} GB"
+
+
+def _places(claim: Claim, verdict: str, value: sp.Expr) -> tuple[str, tuple[str, ...]]:
+    """``inconsistent`` with its findings when the places print different values."""
+    if not claim.places or claim.claimed is None:
+        return verdict, ()
+    printed = [claim.claimed] + [sp.Rational(repr(p["claimed"])) if isinstance(
+        p["claimed"], float) else sp.Integer(p["claimed"]) for p in claim.places]
+    if len(set(printed)) == 1:
+        return verdict, ()
+    unit = claim.unit
+    derived = _number(value, claim)
+    lines = [f"{claim.section}: \"{claim.quote}\" prints {float(claim.claimed):g} {unit} "
+             f"({verdict} with the derived {derived:.4g})" if derived is not None else
+             f"{claim.section}: \"{claim.quote}\" prints {float(claim.claimed):g} {unit}"]
+    for p, v in zip(claim.places, printed[1:]):
+        lines.append(f"{p.get('section', claim.section)}: \"{p['quote']}\" prints {float(v):g} "
+                     f"{unit} ({p['convention']})")
+    return "inconsistent", tuple(lines)
+
+
+def _propagated(claim: Claim, claims: Mapping[str, Claim], ctx: Context) -> sp.Expr:
+    """The extra tolerance from the rounding of the printed inputs the document used."""
+    if not claim.propagated or claim.claimed is None:
+        return sp.Integer(0)
+    inputs = []
+    for cid in claim.propagated:
+        other = claims.get(cid)
+        if other is None or other.claimed is None:
+            raise SymroofError(f"{_at(claim, ctx, 'propagated')}: no claim {cid!r} with a "
+                               "printed number")
+        inputs.append((other.claimed, half_unit(other.claimed, other.rounding)))
+    return propagated_halfwidth(claim.claimed * units.scale(claim.unit), inputs)
+
+
+def _check_one(claim: Claim, ctx: Context, claims: Mapping[str, Claim]) -> Result:
     where = f"{ctx.path}:{claim.line}: claim {claim.id!r}"
     if claim.status == "cited":
         claimed = None if claim.claimed is None else claim.claimed * units.scale(claim.unit)
         return Result(claim, "cited", claimed=claimed)
+    with _field(claim, ctx, "assumptions"):
+        honour(claim.value, claim.assumptions, _at(claim, ctx, "assumptions"))
+    with _field(claim, ctx, "propagated"):
+        extra = _propagated(claim, claims, ctx)
     with _field(claim, ctx, "unit"):
         _check_unit(claim, claim.value, ctx)
         for alt in claim.alternatives:
@@ -168,8 +314,22 @@ def _check(claim: Claim, ctx: Context) -> Result:
         subs_ = _subs(claim, ctx, _at(claim, ctx, "subs"))
     ctx.mentioned = set()
     with _field(claim, ctx, "value"):
-        formula, value = derive(claim.value, subs_, ctx, _at(claim, ctx, "value"))
+        ctx.assumptions = frozenset(claim.assumptions)
+        try:
+            formula, value = derive(claim.value, subs_, ctx, _at(claim, ctx, "value"))
+        finally:
+            ctx.assumptions = frozenset()
     used = set(formula.free_symbols) | ctx.mentioned
+    beyond: tuple[Alternative, ...] = ()
+    if "ignores communication" in claim.assumptions:
+        with _field(claim, ctx, "value"):
+            ctx.mentioned = set()
+            _, richer = derive(claim.value, subs_, ctx, _at(claim, ctx, "value"))
+        verdict_c = None
+        if claim.claimed is not None and not richer.free_symbols:
+            unit_c = units.scale(claim.unit)
+            verdict_c = status(richer, claim.claimed * unit_c, claim.rounding, unit_c)
+        beyond = (Alternative(WITH_COMMUNICATION, richer, verdict_c),)
     claimed_f = None
     if claim.claimed_formula is not None:
         with _field(claim, ctx, "claimed_formula"):
@@ -179,8 +339,8 @@ def _check(claim: Claim, ctx: Context) -> Result:
             check_expr(claimed_f, _at(claim, ctx, "claimed_formula"))
             used |= claimed_f.free_symbols
     with _field(claim, ctx, "alternatives"):
-        alternatives = tuple(_alternative(claim, a, subs_, ctx, used)
-                             for a in claim.alternatives)
+        alternatives = beyond + tuple(_alternative(claim, a, subs_, ctx, used)
+                                      for a in claim.alternatives)
     with _field(claim, ctx, "subs"):
         _unused(subs_, used, _at(claim, ctx, "subs"))
     shown = formula if formula.free_symbols else None
@@ -199,9 +359,13 @@ def _check(claim: Claim, ctx: Context) -> Result:
             names = ", ".join(sorted(s.name for s in value.free_symbols))
             raise SymroofError(f"{_at(claim, ctx, 'subs')}: the claimed figure is a number but "
                                f"the derived value still has {names}; give them in subs")
-        return Result(claim, status(value, claimed, claim.rounding, units.scale(claim.unit)),
-                      shown, subs_, value, claimed, tolerance=tolerance_text(claim.rounding),
-                      alternatives=alternatives)
+        verdict = status(value, claimed, claim.rounding, units.scale(claim.unit), extra)
+        verdict, findings = _places(claim, verdict, value)
+        tolerance = tolerance_text(claim.rounding) + (
+            f", plus the propagated rounding of {', '.join(claim.propagated)}"
+            if claim.propagated else "")
+        return Result(claim, verdict, shown, subs_, value, claimed, tolerance=tolerance,
+                      alternatives=alternatives, findings=findings)
 
 
 class _ClaimError(SymroofError):
@@ -266,13 +430,14 @@ def run_claims(source: ClaimFile) -> Outcome:
     declared, refused = declare_each(source.symbols, f"{source.path}: [symbols]")
     ctx = Context(declared, source.path, source.text, refused=refused)
     results = []
+    claims = {c.id: c for c in source.claims if c.error is None}
     for claim in source.claims:
         if claim.error is not None:
             results.append(Result(claim, "error", message=claim.error))
             continue
         try:
             with _field(claim, ctx, "value"):
-                results.append(_check(claim, ctx))
+                results.append(_check(claim, ctx, claims))
         except SymroofError as err:
             results.append(Result(claim, "error", message=str(err)))
     drawable, errors = _charts(source, results)

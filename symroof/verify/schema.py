@@ -88,6 +88,10 @@ CLAIM_FIELDS = {
     "source": "the reference a cited figure comes from", "kind": '"exercise" for an answer',
     "note": "what differs and why, or the assumptions", "table": "{id, row, column}",
     "alternatives": "[{label, value, subs}]: the figure under other conventions",
+    "assumptions": "what the document states it assumes or ignores (the verdict's basis)",
+    "propagated": "ids of printed figures the document computed this one from",
+    "places": "[{section, quote, claimed, convention}]: the same quantity printed elsewhere",
+    "fits": "{what, need, capacity}: a feasibility check, a finding when need > capacity",
 }
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}")
 _SYMBOL = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
@@ -156,6 +160,10 @@ class Claim:
     table: Mapping[str, str] | None = None
     alternatives: tuple[Mapping[str, Any], ...] = ()
     error: str | None = None            # what was wrong with the claim as written
+    assumptions: tuple[str, ...] = ()   # stated by the document; the verdict's basis
+    propagated: tuple[str, ...] = ()    # printed inputs whose rounding the document carried
+    places: tuple[Mapping[str, Any], ...] = ()  # the same quantity printed elsewhere
+    fits: Mapping[str, Any] | None = None       # {what, need, capacity}
 
 
 @dataclass(frozen=True)
@@ -293,6 +301,33 @@ def _validated(raw: Mapping[str, Any], line: int, text: str, path: str, document
     subs = raw.get("subs", {})
     if not isinstance(subs, Mapping):
         raise SymroofError(f"{at('subs')}: expected a table of symbol = value")
+    from symroof.verify.recipe import ASSUMPTIONS
+    assumptions = raw.get("assumptions", [])
+    if not isinstance(assumptions, list) or not all(isinstance(a, str) for a in assumptions):
+        raise SymroofError(f"{at('assumptions')}: expected a list of strings")
+    for a in assumptions:
+        if a not in ASSUMPTIONS:
+            raise SymroofError(f"{at('assumptions')}: the recipe cannot honour {a!r}; it "
+                               f"honours {', '.join(repr(k) for k in ASSUMPTIONS)}")
+    propagated = raw.get("propagated", [])
+    if not isinstance(propagated, list) or not all(isinstance(a, str) for a in propagated):
+        raise SymroofError(f"{at('propagated')}: expected a list of claim ids")
+    places = raw.get("places", [])
+    if not isinstance(places, list) or not all(
+            isinstance(p, Mapping) and set(p) <= {"section", "quote", "claimed", "convention"}
+            and isinstance(p.get("quote"), str) and isinstance(p.get("convention"), str)
+            and isinstance(p.get("claimed"), (int, float))
+            and not isinstance(p.get("claimed"), bool) for p in places):
+        raise SymroofError(f"{at('places')}: expected a list of {{section, quote, claimed, "
+                           "convention}} (claimed a number as printed)")
+    if places and claimed is None:
+        raise SymroofError(f"{at('places')}: places compare printed numbers; the claim needs "
+                           "claimed")
+    fits = raw.get("fits")
+    if fits is not None and (not isinstance(fits, Mapping) or set(fits) != {
+            "what", "need", "capacity"} or not isinstance(fits["what"], str)):
+        raise SymroofError(f"{at('fits')}: expected {{what = \"...\", need = recipe, "
+                           "capacity = recipe}")
     return Claim(
         id=cid, line=line, document=raw["document"], section=raw["section"].strip(),
         quote=raw["quote"].strip(), quantity=raw["quantity"].strip(), unit=raw["unit"],
@@ -300,7 +335,9 @@ def _validated(raw: Mapping[str, Any], line: int, text: str, path: str, document
                                               else sp.Rational(repr(claimed))),
         claimed_formula=formula, rounding=rounding, value=raw.get("value"), subs=dict(subs),
         status=status, source=raw.get("source", ""), kind=kind, note=raw.get("note", "").strip(),
-        table=dict(table) if table else None, alternatives=tuple(alternatives))
+        table=dict(table) if table else None, alternatives=tuple(alternatives),
+        assumptions=tuple(assumptions), propagated=tuple(propagated),
+        places=tuple(dict(p) for p in places), fits=dict(fits) if fits else None)
 
 
 def parse_claims(text: str, path: str = "<claims>") -> ClaimFile:
