@@ -19,17 +19,20 @@ label}]``, ``levels = [{claim, label}]`` (flat lines at claims' values, such as 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import sympy as sp
+from markupsafe import escape
 
 from symroof import hardware
 from symroof.errors import SymroofError
 from symroof.hardware import UNITS
 from symroof.present.charts import (CurveChart, RooflineChart, curve_pgfplots, curve_svg,
                                     roofline_pgfplots, roofline_svg, si)
+from symroof.present.escape import latex_escape
 from symroof.verify import Chart, Claim, Outcome, Result
 
 __all__ = ["RenderedChart", "render_charts", "render_outcome_charts"]
@@ -156,7 +159,8 @@ def render_charts(outcome: Outcome, errors: list[Result] | None = None) -> list[
 
     A chart whose drawing raises is left out and becomes an error result ``chart:<id>``
     (file, line, chart id and, where known, the field), appended to ``errors`` when it is
-    given; the other charts are still drawn."""
+    given, else drawn in the chart's place as a box that states it; the other charts are
+    still drawn."""
     results = {r.claim.id: r for r in outcome.results}
     out = []
     for chart in outcome.source.charts:
@@ -170,13 +174,30 @@ def render_charts(outcome: Outcome, errors: list[Result] | None = None) -> list[
                 raise SymroofError(f"{where}: internal error while drawing "
                                    f"({type(err).__name__}: {err}); please report it") from None
         except SymroofError as err:
-            if errors is not None:
+            if errors is None:   # no outcome to carry it: the error stands where the chart would
+                out.append(_failed(chart, str(err)))
+            else:
                 doc = chart.spec.get("document") if isinstance(chart.spec, Mapping) else None
                 errors.append(Result(Claim(id=f"chart:{chart.id}", line=chart.line,
                                            document=doc if isinstance(doc, str) else "",
                                            section="Charts that could not be drawn",
                                            error=str(err)), "error", message=str(err)))
     return out
+
+
+def _failed(chart: Chart, message: str) -> RenderedChart:
+    """A chart that could not be drawn: its error, in both outputs, where it would stand."""
+    spec = chart.spec if isinstance(chart.spec, Mapping) else {}
+    lines = textwrap.wrap(f"Chart {chart.id!r} could not be drawn: {message}", 90)
+    svg = ('<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n'
+           f'<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="640" '
+           f'height="{24 + 16 * len(lines)}"><title>{escape(chart.id)}</title>\n'
+           + "".join(f'<text class="chart-error" x="8" y="{20 + 16 * i}" font-size="12" '
+                     f'fill="#b00020">{escape(t)}</text>\n' for i, t in enumerate(lines))
+           + "</svg>\n")
+    tex = f"\\fbox{{\\parbox{{0.9\\linewidth}}{{{latex_escape(' '.join(lines))}}}}}\n"
+    return RenderedChart(chart.id, str(spec.get("document", "")), str(spec.get("after", "")),
+                         str(spec.get("title", chart.id)), svg, tex)
 
 
 def render_outcome_charts(outcome: Outcome) -> tuple[Outcome, list[RenderedChart]]:

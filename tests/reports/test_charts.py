@@ -367,6 +367,13 @@ def test_a_chart_that_raises_while_drawing_is_its_own_error(monkeypatch: pytest.
     assert f"two.toml:{line}: chart 'bad'" in errors[0].message
     assert "ZeroDivisionError" in errors[0].message
     assert len(after.results) == len(outcome.results) + 1
+    # without an outcome to carry the error (render_charts alone), it stands in the chart's
+    # place, in both outputs, and the other chart is still drawn
+    alone = claim_charts.render_charts(outcome)
+    assert [c.id for c in alone] == ["bad", "good"]
+    parse(alone[0].svg)
+    assert "could not be drawn" in alone[0].svg and "ZeroDivisionError" in alone[0].pgfplots
+    assert "<polyline" in alone[1].svg
 
 
 @pytest.mark.parametrize("extra, field", [
