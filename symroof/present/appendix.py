@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sympy as sp
@@ -179,10 +179,25 @@ def _kept_math(body: str, flavour: str) -> str | None:
     return "".join(out) if depth == 0 and pairs == 0 else None
 
 
+#: TeX a quote's text (a fragment of math cut by the quote) may carry, as Unicode for Markdown
+_TEX_TEXT = {"\\times": "×", "\\approx": "≈", "\\to": "→", "\\cdot": "·", "\\leq": "≤",
+             "\\le": "≤", "\\geq": "≥", "\\ge": "≥", "\\ll": "≪", "\\gg": "≫",
+             "\\infty": "∞", "\\pi": "π", "\\beta": "β", "\\Theta": "Θ", "\\,": " ",
+             "\\ldots": "…", "\\dots": "…", "\\sim": "~", "$": ""}
+_TEX_WORD = re.compile("|".join(re.escape(k) + ("(?![A-Za-z])" if k[-1].isalpha() else "")
+                                for k in sorted(_TEX_TEXT, key=len, reverse=True)))
+
+
+def _md_text(text: str) -> str:
+    """Quote text outside kept math, for Markdown: a math fragment's commands as Unicode
+    and its lone ``$`` dropped (a reader would otherwise see raw TeX), then escaped."""
+    return markdown_escape(_TEX_WORD.sub(lambda m: _TEX_TEXT[m.group(0)], text))
+
+
 def _quote(text: str, flavour: str) -> str:
     """A quote escaped for ``flavour``, keeping the document's own ``$...$`` math as math
     when it passes :func:`_kept_math`'s whitelist (else the whole ``$...$`` is text)."""
-    esc = _escape(flavour)
+    esc = _md_text if flavour != "tex" else _escape(flavour)
     text = _BREAKS.sub(" ", text)  # a line break would end the Markdown's block quote
     out, last = [], 0
     for m in _MATH.finditer(text):
@@ -238,27 +253,63 @@ def severity(r: Result) -> str:
     return "rounding" if difference <= allowance else "substantive"
 
 
-def comparison(r: Result) -> tuple[str, dict[str, object] | None]:
-    """How the claim is compared, for a consumer to redo the verdict: ``equal``,
-    ``within`` (tolerance ``{"absolute": a}`` in the claim's unit, or ``{"orders": x}``),
-    ``at most`` or ``at least`` (tolerance ``{"strict": bool}``)."""
+def _propagated(r: Result, claims: Mapping[str, Any]) -> sp.Rational:
+    """The extra tolerance (in the claim's unit) from the rounding of printed inputs the
+    document computed this figure from (the claim's ``propagated`` ids): their relative
+    half-units add, as :mod:`symroof.verify.compare` applies them."""
+    ids = getattr(r.claim, "propagated", ()) or ()
+    if not ids or r.claimed is None or r.claimed.free_symbols:
+        return sp.Integer(0)
+    rel = sp.Integer(0)
+    for cid in ids:
+        other = claims.get(cid)
+        if other is None or other.claimed is None or other.claimed == 0:
+            continue
+        half = _half_unit(sp.Rational(other.claimed), other.rounding)
+        rel += abs(half / sp.Rational(other.claimed))
+    return sp.Rational(abs(r.claimed / r.scale) * rel)
+
+
+def _half_unit(printed: sp.Rational, rounding: Mapping[str, object]) -> sp.Rational:
+    """Half a unit of the last printed digit under a ``sig`` or ``decimals`` rule, else 0."""
+    (rule, value), = rounding.items()
+    if rule == "decimals":
+        return sp.Rational(1, 2 * 10 ** int(value))  # type: ignore[call-overload]
+    if rule != "sig" or printed == 0:
+        return sp.Integer(0)
+    exponent = 0
+    while sp.Integer(10) ** exponent > abs(printed):
+        exponent -= 1
+    while sp.Integer(10) ** (exponent + 1) <= abs(printed):
+        exponent += 1
+    return sp.Rational(1, 2) * sp.Integer(10) ** (exponent - int(value) + 1)  # type: ignore[call-overload]
+
+
+def comparison(r: Result, claims: Mapping[str, Any] | None = None
+               ) -> tuple[str, dict[str, object] | None]:
+    """How the claim is compared, for a consumer to redo the verdict: the kind
+    (``equal`` as printed, ``within`` a stated tolerance, ``at most``, ``at least``) and
+    the tolerance: ``{"absolute": a}`` in the claim's unit (half a unit of the last
+    printed digit, or the stated tolerance, widened by the rounding of printed inputs the
+    document propagated), ``{"orders": x}``, ``{"strict": bool}`` for a bound, or None for
+    an exact comparison."""
     (rule, value), = r.claim.rounding.items()
-    kind = _COMPARISON.get(rule, rule)
-    if kind == "equal":
+    kind = getattr(r, "comparison", "") or _COMPARISON.get(rule, rule)
+    if rule == "exact":
         return kind, None
-    if kind in ("at most", "at least"):
+    if rule in ("less_than", "at_most", "greater_than", "at_least"):
         return kind, {"strict": rule in ("less_than", "greater_than")}
     if rule == "orders":
         return kind, {"orders": value}
-    if rule == "abs":
-        return kind, {"absolute": value}
-    if rule == "rel":
-        printed = r.claimed / r.scale if r.claimed is not None else None
-        return kind, {"absolute": json_number(abs(sp.Rational(repr(value)) * printed))
-                      if printed is not None and not printed.free_symbols else None,
-                      "relative": value}
-    digit = _last_digit(r)
-    return kind, {"absolute": json_number(digit / 2) if digit is not None else None}
+    extra = _propagated(r, claims or {})
+    printed = r.claimed / r.scale if r.claimed is not None else None
+    if printed is None or printed.free_symbols:
+        return kind, None
+    base = {"abs": lambda: sp.Rational(repr(value)),
+            "rel": lambda: sp.Rational(repr(value)) * abs(printed),
+            "sig": lambda: _half_unit(sp.Rational(printed), r.claim.rounding),
+            "decimals": lambda: _half_unit(sp.Rational(printed), r.claim.rounding)}[rule]()
+    return kind, {"absolute": json_number(base + extra)}
 
 
 def _names(r: Result) -> tuple[dict[sp.Symbol, sp.Expr], dict[sp.Symbol, sp.Expr]]:
@@ -489,10 +540,11 @@ def claims_json(outcome: Outcome) -> list[dict[str, object]]:
     ``within``, ``at most``, ``at least``) and tolerance (see :func:`comparison`), so that a
     consumer can redo each verdict of ``match`` or ``mismatch`` from the JSON alone."""
     files = {d.id: d.file for d in outcome.source.documents}
+    claims = {r.claim.id: r.claim for r in outcome.results}
     out: list[dict[str, object]] = []
     for r in outcome.results:
         c = r.claim
-        kind, tolerance = comparison(r)
+        kind, tolerance = comparison(r, claims)
         number = r.derived is not None and not r.derived.free_symbols
         formula = r.formula if r.formula is not None else (
             r.derived if r.derived is not None and r.derived.free_symbols else None)
