@@ -52,6 +52,7 @@ from symroof.present.formula import latex
 from symroof.present.numbers import json_number, text_number
 from symroof.present.templates import render
 from symroof.verify import Outcome, Result
+from symroof.verify import compare as _compare
 from symroof.version import __version__
 
 __all__ = ["claims_json", "claims_text", "render_markdown", "render_latex", "figure", "STATUSES",
@@ -423,6 +424,8 @@ def _claim_item(r: Result, flavour: str) -> dict[str, Any]:
         "subs": subs, "derived": _in_unit(r.derived, r, flavour),
         "claimed": claimed, "claimed_is_formula": r.claimed_formula is not None,
         "tolerance": esc(r.tolerance), "note": esc(c.note), "source": esc(c.source),
+        "assumptions": [esc(str(a)) for a in getattr(c, "assumptions", ()) or ()],
+        "findings": [esc(str(f)) for f in getattr(r, "findings", ()) or ()],
         "message": esc(r.message),
         "alternatives": [{"label": esc(a.label),
                           "value": (_in_unit(a.derived, r, flavour) if a.derived is not None and not
@@ -512,6 +515,7 @@ def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
             "counts": [{"status": s, "n": counts[s], "meaning": esc(STATUSES[s])}
                        for s in STATUSES if s in counts],
             "statuses": [{"status": s, "meaning": esc(m)} for s, m in STATUSES.items()],
+            "rounding_rule": esc(getattr(_compare, "ROUNDING_RULE", "")),
             "errata": errata(outcome, flavour),
             "n_errata": sum(r.status in ERRATA_STATUSES for r in outcome.results),
             "documents": documents}
