@@ -425,7 +425,7 @@ def _claim_item(r: Result, flavour: str) -> dict[str, Any]:
         "claimed": claimed, "claimed_is_formula": r.claimed_formula is not None,
         "tolerance": esc(r.tolerance), "note": esc(c.note), "source": esc(c.source),
         "assumptions": [esc(str(a)) for a in getattr(c, "assumptions", ()) or ()],
-        "findings": [esc(str(f)) for f in getattr(r, "findings", ()) or ()],
+        "findings": [_quote(str(f), flavour) for f in getattr(r, "findings", ()) or ()],
         "message": esc(r.message),
         "alternatives": [{"label": esc(a.label),
                           "value": (_in_unit(a.derived, r, flavour) if a.derived is not None and not
