@@ -23,7 +23,7 @@ from symroof.files import write_files
 from symroof.present.appendix import claims_text, render_latex, render_markdown
 from symroof.present.commands import dumps
 from symroof.present.escape import terminal_json, terminal_safe
-from symroof.present.claim_charts import render_charts
+from symroof.present.claim_charts import render_outcome_charts
 from symroof.verify import load_claims, run_claims
 from symroof.verify.appendix import seed_claims
 
@@ -68,7 +68,7 @@ def write_report(source: str, out: Path, formats: list[str],
         beside = [Path(source).parent]
     with hardware.chip_files([*beside, *chips]):
         outcome = run_claims(claims)
-        charts = render_charts(outcome)
+        outcome, charts = render_outcome_charts(outcome)   # a chart that fails is its own error
     texts: dict[Path, str] = {}
     if "md" in formats:
         texts[Path(f"{stem}.md")] = render_markdown(outcome, charts, command)
