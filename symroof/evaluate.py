@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -19,7 +20,7 @@ import sympy as sp
 
 from symroof import hardware
 from symroof.analysis import Analysis
-from symroof.budget import check_expr, substitute
+from symroof.budget import check_expr, check_rows, substitute
 from symroof.device import DeviceMemory, choose_link, device_memory, entry_sequences, fraction
 from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec
@@ -31,7 +32,7 @@ from symroof.symbols import b as _b
 
 __all__ = ["evaluate", "sweep", "Roofline", "roofline", "roofline_at", "symbol_map",
            "workload_values", "workload_symbols", "check_domain", "check_rows_domain",
-           "check_value", "Point", "points", "points_at", "DeviceMemory", "grid_symbols",
+           "check_value", "Point", "points", "points_at", "product", "DeviceMemory", "grid_symbols",
            "refuse_not_finite"]
 
 _ZERO, _ONE = sp.Integer(0), sp.Integer(1)
@@ -576,6 +577,23 @@ def points_at(workload: Analysis, rows: Iterable[Mapping[sp.Symbol, sp.Expr]], *
         r = None if spec is None else roofline_at(workload, spec, filled, peak, **options)
         yield Point(dict(row), _at(workload.flops, row), _at(workload.bytes, row),
                     _at(workload.intensity, row), r)
+
+
+def product(sets: Mapping[sp.Symbol, Sequence[sp.Expr]], what: str = "sets",
+            fill: Mapping[sp.Symbol, sp.Expr] | None = None) -> Iterator[dict[sp.Symbol, sp.Expr]]:
+    """One row per combination of the values, in the order given, each with ``fill``
+    after its values, made one at a time; their number is checked against the rows limit
+    before the first is made.
+
+    >>> from symroof.symbols import B, S
+    >>> list(product({B: (1, 2), S: (8,)}))
+    [{B: 1, S: 8}, {B: 2, S: 8}]
+    """
+    keys = list(sets)
+    check_rows([(k.name, len(sets[k])) for k in keys], what)
+    extra = dict(fill or {})
+    return ({**dict(zip(keys, combo)), **extra}
+            for combo in itertools.product(*(sets[k] for k in keys)))
 
 
 def check_rows_domain(workload: Analysis, rows: Iterable[Mapping[sp.Symbol, sp.Expr]]) -> None:

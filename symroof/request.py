@@ -29,7 +29,6 @@ from __future__ import annotations
 # front door parses its input without networkx, numpy or jinja2 (tests/project/
 # test_lazy_import.py); the compiled path loads numpy only when it runs.
 
-import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -45,11 +44,12 @@ from symroof.workloads import registry
 if TYPE_CHECKING:
     from symroof.analysis import Analysis
     from symroof.evaluate import Point
+    from symroof.serving import ServingRow
     from symroof.hardware import HardwareSpec
     from symroof.models import TransformerModel
 
-__all__ = ["Layout", "Request", "make", "analysis", "points", "rows", "row_count", "spec",
-           "model", "load_model", "refuse_unused", "MANY_ROWS", "check_sets", "parse_sets", "product", "Rows"]
+__all__ = ["Layout", "Draft", "Request", "make", "analysis", "points", "served", "rows", "row_count", "spec",
+           "model", "load_model", "refuse_unused", "MANY_ROWS", "check_sets", "parse_sets", "Rows"]
 
 #: A request's values: each symbol with the values it takes (rows are their product).
 Rows = tuple[tuple[sp.Symbol, tuple[sp.Expr, ...]], ...]
@@ -87,6 +87,17 @@ _DEFAULT_LAYOUT = Layout()
 
 
 @dataclass(frozen=True)
+class Draft:
+    """Speculative decoding beside a decode step: a draft model proposing ``tokens`` per
+    round, each accepted with probability ``acceptance``, on ``tp`` devices."""
+
+    model: str | TransformerModel
+    tokens: sp.Expr
+    acceptance: sp.Expr
+    tp: sp.Expr = sp.Integer(1)
+
+
+@dataclass(frozen=True)
 class Request:
     """One question, as every front door asks it: a workload, with its options, model,
     layout, number formats and chip, at rows of values. Made through :func:`make` (which
@@ -104,6 +115,8 @@ class Request:
     link: str | None = None
     efficiency: sp.Expr = sp.Integer(1)
     reserve: sp.Expr = sp.Integer(0)
+    prompt: sp.Expr | None = None   # decode: time to first token for prompts this long
+    draft: Draft | None = None      # decode: speculative decoding with this draft
     names: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -161,6 +174,9 @@ def _check(r: Request) -> None:
         + list(r.layout.changed()) + ([k for k in _KINDS] if r.numerics.per_kind else [])
     refuse_unused(entry, given, dict(r.names))
     entry.check(dict(r.options), r.name("workload"))
+    for key in ("prompt", "draft"):  # what a decode step is served with
+        if getattr(r, key) is not None and r.workload != "decode":
+            raise SymroofError(f"{r.name(key)}: only for decode (workload {r.workload!r})")
     a = analysis(r)  # the model, its layout and the builder's own checks
     _check_sets(r, a)
     _check_chip(r, a)
@@ -178,6 +194,11 @@ def _check_sets(r: Request, a: Analysis) -> None:
                                "than once")
         seen.add(sym)
     check_sets(dict(r.sets), r.free, what=r.name("sets"), workload=r.workload)
+    if r.prompt is not None:
+        from symroof.evaluate import check_value  # see the note at the top
+        from symroof.symbols import S  # likewise
+
+        check_value(S, r.prompt, r.name("prompt"))
     check_rows([(k.name, len(v)) for k, v in r.sets], r.name("sets"))
     if row_count(r) < MANY_ROWS:  # each row leaves the graph's sizes positive
         from symroof.evaluate import check_rows_domain  # see the note at the top
@@ -220,17 +241,6 @@ def parse_sets(items: Sequence[str], free: Iterable[sp.Symbol], *, what: str = "
     sets = parse_assignments(items, table, what=what)
     check_sets(sets, free, what=what, workload=workload)
     return sets
-
-
-def product(sets: Mapping[sp.Symbol, Sequence[sp.Expr]], what: str = "sets"
-            ) -> Iterator[dict[sp.Symbol, sp.Expr]]:
-    """One assignment per combination of the values, in the order given, made one at a
-    time; their number is checked against the rows limit before the first is made."""
-    from symroof.budget import check_rows  # see the note at the top
-
-    keys = list(sets)
-    check_rows([(k.name, len(sets[k])) for k in keys], what)
-    return (dict(zip(keys, combo)) for combo in itertools.product(*(sets[k] for k in keys)))
 
 
 def _check_chip(r: Request, a: Analysis) -> None:
@@ -342,8 +352,9 @@ def _analysis(workload: str, options: tuple[tuple[str, object], ...],
 def rows(r: Request) -> Iterator[dict[sp.Symbol, sp.Expr]]:
     """Each row of values, in the order given, with ``b`` filled in where the analysis
     keeps it free (:meth:`Request.fill`); made one at a time."""
-    fill = r.fill()
-    return ({**row, **fill} for row in product(dict(r.sets), r.name("sets")))
+    from symroof.evaluate import product  # see the note at the top
+
+    return product(dict(r.sets), r.name("sets"), r.fill())
 
 
 def row_count(r: Request) -> int:
@@ -362,14 +373,56 @@ def points(r: Request, *, compiled: bool = False) -> Iterator[Point]:
     a = analysis(r)
     hw = None if r.chip is None else spec(r)
     options = _roofline_options(r) if hw is not None else {}
+    found: Iterator[Point]
     if compiled:
         from symroof import compiled as fast  # numpy: only on this path
 
-        return fast.points(a, rows(r), hw=hw, precision=r.numerics.peak, checked=True,
-                           **options)
-    from symroof.evaluate import points_at  # see the note at the top
+        found = fast.points(a, rows(r), hw=hw, precision=r.numerics.peak, checked=True,
+                            **options)
+    else:
+        from symroof.evaluate import points_at  # see the note at the top
 
-    return points_at(a, rows(r), spec=hw, peak=r.numerics.peak, **options)
+        found = points_at(a, rows(r), spec=hw, peak=r.numerics.peak, **options)
+    return found
+
+
+def served(r: Request, found: Iterator[Point]) -> Iterator[Point | ServingRow]:
+    """``found`` (the request's points), each with what the request asks beside a decode
+    step: the time to first token and speculative decoding (a
+    :class:`symroof.serving.ServingRow`); the points themselves where it asks neither."""
+    if r.chip is None or (r.prompt is None and r.draft is None):
+        return found
+    return _served(r, spec(r), found)
+
+
+def _served(r: Request, hw: HardwareSpec, found: Iterator[Point]) -> Iterator[ServingRow]:
+    """Each decode point with the time to first token (a prefill of ``prompt``-token
+    prompts at the point's batch, as one step) and speculative decoding, where asked."""
+    from symroof.evaluate import roofline  # see the note at the top
+    from symroof.options import Logits  # likewise
+    from symroof.serving import ServingRow, speculative  # likewise
+    from symroof.symbols import B, S, b  # likewise
+    from symroof.workloads.transformer import prefill  # likewise
+
+    m = model(r)
+    assert m is not None  # decode takes a model
+    lay = r.layout
+    ttft = None if r.prompt is None else prefill(
+        m, B, r.prompt, logits=Logits.LAST, tp=lay.tp, pp=lay.pp,
+        microbatches=lay.microbatches, expert_reads=lay.expert_reads)
+    draft = None if r.draft is None else _model(r.draft.model, r.numerics)
+    for p in found:
+        first = None
+        if ttft is not None:
+            free = ttft.flops.free_symbols | ttft.bytes.free_symbols
+            first = roofline(ttft, hw, precision=r.numerics.peak,
+                             subs={k: v for k, v in p.values.items() if k in (B, b) and k in free},
+                             efficiency=r.efficiency, link=r.link)
+        spec_ = None if r.draft is None or draft is None else speculative(
+            m, draft, hw, batch=p.values.get(B, B), context=p.values.get(S, S),
+            draft_tokens=r.draft.tokens, acceptance=r.draft.acceptance, tp=lay.tp,
+            draft_tp=r.draft.tp, precision=r.numerics.peak, link=r.link)
+        yield ServingRow(p, first, spec_)
 
 
 def _roofline_options(r: Request) -> dict[str, Any]:
@@ -401,7 +454,8 @@ def make(workload: str, *, options: Mapping[str, object] | None = None,
          chip: str | HardwareSpec | None = None,
          sets: Mapping[object, object] | Sequence[str] | None = None,
          unit: str | None = None, level: str | None = None, link: str | None = None,
-         efficiency: object = 1, reserve: object = 0, numerics: Numerics | None = None,
+         efficiency: object = 1, reserve: object = 0, prompt: object | None = None,
+         draft: Draft | None = None, numerics: Numerics | None = None,
          names: Mapping[str, str] | None = None) -> Request:
     """A checked :class:`Request` from loose input: the formats resolved once
     (:meth:`Numerics.resolve`), options by name or member, ``sets`` as ``NAME=V[,V...]``
@@ -425,7 +479,8 @@ def make(workload: str, *, options: Mapping[str, object] | None = None,
         workload=workload, options=opts, model=model, layout=layout, numerics=numerics,
         chip=chip, unit=unit, level=level, link=link,
         efficiency=as_expr(efficiency, "efficiency"), reserve=as_expr(reserve, "reserve"),
-        names=tuple(sorted((names or {}).items())))
+        prompt=None if prompt is None else as_expr(prompt, spell.get("prompt", "prompt")),
+        draft=draft, names=tuple(sorted((names or {}).items())))
     bare = Request(**common)  # checked without values: their names need the analysis
     if not sets:
         return bare

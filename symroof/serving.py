@@ -30,7 +30,7 @@ import sympy as sp
 from symroof import hardware
 from symroof.analysis import Analysis, analyze
 from symroof.errors import SymroofError
-from symroof.evaluate import Roofline, roofline
+from symroof.evaluate import Point, Roofline, roofline
 from symroof.hardware import HardwareSpec
 from symroof.ir import Kind, as_dim, as_expr
 from symroof.models import TransformerModel
@@ -44,7 +44,7 @@ from symroof.workloads.parallel import check_layout, shard_model_graph
 
 __all__ = ["Capacity", "max_sequences", "time_to_first_token", "WeightGain",
            "weight_quantization", "expected_tokens", "Speculation", "speculative",
-           "kv_cache_per_device"]
+           "kv_cache_per_device", "ServingRow"]
 
 
 def _model(model: object, what: str) -> TransformerModel:
@@ -269,3 +269,13 @@ def speculative(target: TransformerModel, draft: TransformerModel, hw: HardwareS
                        step(decode(tg, batch, context, tp=tp)),
                        step(decode(dr, batch, context, tp=draft_tp)),
                        step(_verify_pass(tg, batch, context, k, tp)))
+
+
+@dataclass(frozen=True)
+class ServingRow:
+    """A decode point with what was asked beside it: the time to first token (a prefill's
+    roofline) and speculative decoding."""
+
+    point: Point
+    ttft: Roofline | None = None
+    speculation: Speculation | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator, Mapping, Sequence
 from enum import StrEnum
+from typing import Any
 
 import sympy as sp
 
@@ -23,7 +24,8 @@ from symroof.models import TransformerModel
 from symroof.options import ExpertReads
 from symroof.parse import parse_expr
 from symroof.precision import DEFAULT, PRECISIONS, Numerics
-from symroof.request import Request, analysis, load_model, make, product, refuse_unused
+from symroof.evaluate import product
+from symroof.request import Request, analysis, load_model, make, refuse_unused
 from symroof.request import model as _model
 from symroof.request import parse_sets as _parse_sets
 from symroof.workloads import registry
@@ -43,7 +45,8 @@ _LAYOUT_FLAGS = {"tp": "--tp", "pp": "--pp", "microbatches": "--microbatches",
 #: How the command line spells each field of a request, for its errors.
 CLI_NAMES: Mapping[str, str] = {
     "sets": "--set", "chip": "--hardware", "model": "--model", "precision": "--precision",
-    "level": "--level", "workload": "workload", **_LAYOUT_FLAGS,
+    "level": "--level", "workload": "workload", "prompt": "--prompt", "draft": "--draft",
+    **_LAYOUT_FLAGS,
     **{attr: flag for attr, flag, _ in KINDS},
     **{name: opt.flag for name, opt in registry.all_options().items()}}
 
@@ -186,7 +189,7 @@ def numerics_of(args: argparse.Namespace) -> Numerics:
 
 def request_of(args: argparse.Namespace, *, numerics: Numerics | None = None,
                sets: Sequence[str] | None = None, chip: bool = False,
-               efficiency: object = 1, reserve: object = 0) -> Request:
+               efficiency: object = 1, reserve: object = 0, **extras: Any) -> Request:
     """The command line's request: the workload with the options given (one the workload
     does not take is an error naming its flag), model, layout, formats, ``--set`` rows
     and, with ``chip``, ``--hardware`` and its level, unit and link."""
@@ -201,7 +204,7 @@ def request_of(args: argparse.Namespace, *, numerics: Numerics | None = None,
                 unit=getattr(args, "unit", None) if chip else None,
                 level=getattr(args, "level", None) if chip else None,
                 link=getattr(args, "link", None) if chip else None,
-                efficiency=efficiency, reserve=reserve, names=CLI_NAMES, **layout)
+                efficiency=efficiency, reserve=reserve, names=CLI_NAMES, **layout, **extras)
 
 
 def build_workload(args: argparse.Namespace) -> Analysis:

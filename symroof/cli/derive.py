@@ -4,27 +4,22 @@ and for decode and prefill the serving figures: latency, tokens/s, memory per de
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from typing import Any
 
 from symroof import hardware
 from symroof.cli.common import (Command, Output, add_format, add_layout_options,
                                 add_model_options, add_workload_options, check_format,
-                                load_model, model_of, number_arg, numerics_of, parse_sets,
-                                request_of)
+                                number_arg, numerics_of, request_of)
 from symroof.errors import SymroofError
-from symroof.evaluate import Point, roofline
 # tests/robustness/test_hardening.py traps this name ("a row's check"); the rows' values are
 # checked once, by the request (symroof.request), before any row is made
 from symroof.evaluate import workload_values  # noqa: F401
 from symroof.hardware import UNITS, HardwareSpec
-from symroof.models import TransformerModel
-from symroof.options import Logits
-from symroof.precision import DEFAULT, Numerics
-from symroof.present.commands import ServingRow, derive_json, derive_lines, dumps
-from symroof.request import MANY_ROWS, Request, analysis, points, row_count, spec
-from symroof.serving import Speculation, speculative
-from symroof.symbols import B, S, b
-from symroof.workloads import prefill
+from symroof.parse import parse_assignment
+from symroof.precision import DEFAULT
+from symroof.present.commands import derive_json, derive_lines, dumps
+from symroof.request import MANY_ROWS, Draft, analysis, points, row_count, served
+from symroof.symbols import CANONICAL
 
 __all__ = ["COMMANDS", "COMPILED_ROWS", "resolve_chip"]
 
@@ -78,85 +73,50 @@ def resolve_chip(args: argparse.Namespace) -> HardwareSpec:
     return hardware.resolve(args.hardware)
 
 
-def _extras_only_for_decode(args: argparse.Namespace) -> None:
-    for attr, flag in (("prompt", "--prompt"), ("draft", "--draft"),
-                       ("draft_tokens", "--draft-tokens"), ("acceptance", "--acceptance"),
+def _extras(args: argparse.Namespace) -> dict[str, Any]:
+    """``--prompt`` and ``--draft`` (with ``--draft-tokens``, ``--acceptance`` and
+    ``--draft-tp``) as the request's ``prompt`` and ``draft``; the request refuses them
+    for a workload other than decode."""
+    for attr, flag in (("draft_tokens", "--draft-tokens"), ("acceptance", "--acceptance"),
                        ("draft_tp", "--draft-tp")):
         if getattr(args, attr, None) is not None and args.workload != "decode":
             raise SymroofError(f"{flag}: only for decode (workload {args.workload!r})")
-    spec = [getattr(args, a, None) is not None for a in ("draft", "draft_tokens", "acceptance")]
-    if any(spec) and not all(spec):
+    trio = [getattr(args, a, None) is not None for a in ("draft", "draft_tokens", "acceptance")]
+    if any(trio) and not all(trio):
         raise SymroofError("--draft, --draft-tokens and --acceptance go together")
+    out: dict[str, Any] = {}
+    if getattr(args, "prompt", None) is not None:
+        prompt = parse_assignment(f"S={args.prompt}", CANONICAL, what="--prompt")[1]
+        if len(prompt) != 1:
+            raise SymroofError(f"--prompt {args.prompt}: expected one number of tokens")
+        out["prompt"] = prompt[0]
+    if getattr(args, "draft", None) is not None:
+        out["draft"] = Draft(args.draft, number_arg(args.draft_tokens, "--draft-tokens", 1),
+                             number_arg(args.acceptance, "--acceptance", 0),
+                             number_arg(args.draft_tp, "--draft-tp", 1))
+    return out
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:
     fmt = check_format(args)
     evaluating = args.command == "eval"
     numerics = numerics_of(args)
-    if evaluating:
-        _extras_only_for_decode(args)
+    extras = _extras(args) if evaluating else {}
     r = request_of(args, numerics=numerics, sets=args.set or [], chip=evaluating,
                    efficiency=number_arg(getattr(args, "efficiency", None), "--efficiency", 1),
-                   reserve=number_arg(getattr(args, "reserve", None), "--reserve", 0))
+                   reserve=number_arg(getattr(args, "reserve", None), "--reserve", 0),
+                   **extras)
     wl = analysis(r)
     # text output of many rows takes the compiled path; --exact and --json keep exact
     # rationals; rows are made, evaluated and written one at a time
     many = row_count(r) >= COMPILED_ROWS
-    found = points(r, compiled=many and not args.exact and not args.json)
-    served = _served(args, r, found) if r.chip is not None else found
+    found = served(r, points(r, compiled=many and not args.exact and not args.json))
     if args.json:  # one JSON document: its rows are held until the last one is made
-        out(dumps(derive_json(args.workload, wl, served, request=r)))
+        out(dumps(derive_json(args.workload, wl, found, request=r)))
         return 0
-    for line in derive_lines(args.workload, wl, served, fmt):
+    for line in derive_lines(args.workload, wl, found, fmt):
         out(line)
     return 0
-
-
-def _served(args: argparse.Namespace, r: Request, found: Iterator[Point]
-            ) -> Iterator[Point | ServingRow]:
-    """Each point, with the time to first token and speculative decoding where asked."""
-    if args.workload != "decode" or (args.prompt is None and args.draft is None):
-        yield from found
-        return
-    model = model_of(r)
-    hw = spec(r)
-    ttft = None
-    if args.prompt is not None:
-        prompt = parse_sets([f"S={args.prompt}"], {S}, workload="--prompt")[S]
-        if len(prompt) != 1:
-            raise SymroofError(f"--prompt {args.prompt}: expected one number of tokens")
-        ttft = prefill(model, B, prompt[0], logits=Logits.LAST, tp=r.layout.tp,
-                       pp=r.layout.pp, microbatches=r.layout.microbatches,
-                       expert_reads=r.layout.expert_reads)
-    for p in found:
-        fixed = {k: v for k, v in p.values.items() if k in (B, b)}
-        first = None if ttft is None else roofline(
-            ttft, hw, precision=r.numerics.peak, subs={k: v for k, v in fixed.items()
-                                                       if k in ttft.flops.free_symbols
-                                                       | ttft.bytes.free_symbols},
-            efficiency=r.efficiency, link=r.link)
-        spec_ = None if args.draft is None else _speculation(args, r, model, hw, p)
-        yield ServingRow(p, first, spec_)
-
-
-def _speculation(args: argparse.Namespace, r: Request, model: TransformerModel,
-                 hw: HardwareSpec, p: Point) -> Speculation:
-    draft = _with_kinds(load_model(args.draft), r.numerics)
-    k = number_arg(args.draft_tokens, "--draft-tokens", 1)
-    a = number_arg(args.acceptance, "--acceptance", 0)
-    batch, context = p.values.get(B, B), p.values.get(S, S)
-    return speculative(model, draft, hw, batch=batch, context=context,
-                       draft_tokens=k, acceptance=a, tp=r.layout.tp,
-                       draft_tp=number_arg(args.draft_tp, "--draft-tp", 1),
-                       precision=r.numerics.peak, link=r.link)
-
-
-def _with_kinds(m: TransformerModel, numerics: Numerics) -> TransformerModel:
-    """The draft model at the request's per-kind formats, as the target takes them."""
-    if not numerics.per_kind:
-        return m
-    return m.with_precision(weights=numerics.weights, kv_cache=numerics.kv_cache,
-                            activations=numerics.activations)
 
 
 COMMANDS = (

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import sympy as sp
@@ -22,10 +21,10 @@ from symroof.errors import SymroofError
 from symroof.evaluate import Point, Roofline
 from symroof.present.formula import latex, text
 from symroof.present.numbers import json_number, text_number
-from symroof.request import Request
 from symroof.present.records import (gigabytes, memory_line, seconds, serving_lines, to_dict,
                                      to_text)
-from symroof.serving import Capacity, Speculation
+from symroof.request import Request
+from symroof.serving import Capacity, ServingRow, Speculation
 from symroof.solve import Crossover
 
 __all__ = ["FORMATS", "formula", "formula_line", "dumps", "derive_json", "derive_lines",
@@ -38,14 +37,6 @@ __all__ = ["FORMATS", "formula", "formula_line", "dumps", "derive_json", "derive
 SERVED = frozenset({"decode", "prefill"})
 
 
-@dataclass(frozen=True)
-class ServingRow:
-    """A decode point with what ``eval`` was asked beside it: the time to first token
-    (a prefill's roofline) and speculative decoding."""
-
-    point: Point
-    ttft: Roofline | None = None
-    speculation: Speculation | None = None
 
 #: Formats for formulas: plain text (SymPy syntax in textbook order), LaTeX, Markdown.
 FORMATS = ("text", "latex", "markdown")
@@ -104,7 +95,13 @@ def request_doc(r: Request) -> dict[str, Any]:
                          "b": str(n.values), "per_kind": n.per_kind},
             "hardware": chip, "unit": r.unit, "level": r.level, "link": r.link,
             "efficiency": json_number(r.efficiency), "reserve": json_number(r.reserve),
-            "sets": {k.name: [json_number(v) for v in values] for k, values in r.sets}}
+            "sets": {k.name: [json_number(v) for v in values] for k, values in r.sets},
+            **({} if r.prompt is None else {"prompt": json_number(r.prompt)}),
+            **({} if r.draft is None else {"draft": {
+                "model": r.draft.model if isinstance(r.draft.model, str) else r.draft.model.name,
+                "tokens": json_number(r.draft.tokens),
+                "acceptance": json_number(r.draft.acceptance),
+                "tp": json_number(r.draft.tp)}})}
 
 
 def derive_json(name: str, wl: Analysis, points: Iterable[Point | ServingRow], *,

@@ -275,3 +275,21 @@ def test_the_request_layer_imports_no_graph_library_numpy_or_jinja():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_the_serving_extras_are_part_of_the_request():
+    from symroof.request import Draft, served
+    from symroof.serving import ServingRow
+
+    r = make("decode", model="llama-3-70b", tp=8, chip="h100-sxm", sets={"B": 1, "S": 2048},
+             prompt=2048, draft=Draft("llama-3-8b", sp.Integer(4), sp.Rational(4, 5), sp.Integer(8)))
+    (row,) = served(r, points(r))
+    assert isinstance(row, ServingRow) and row.ttft is not None and row.speculation is not None
+    assert row.ttft.tokens_per_sequence == 2048
+    cli = _from_cli("eval", "decode", "--model", "llama-3-70b", "--tp", "8", "--hardware",
+                    "h100-sxm", "--set", "B=1", "--set", "S=2048")
+    assert list(served(cli, points(cli))) == list(points(cli))   # nothing asked: the points
+    with pytest.raises(SymroofError, match=r"^prompt: only for decode \(workload 'prefill'\)"):
+        make("prefill", model="llama-3-8b", prompt=8)
+    with pytest.raises(SymroofError, match=r"^prompt: expected a positive integer"):
+        make("decode", model="llama-3-8b", chip="h100-sxm", prompt=0)
