@@ -299,9 +299,19 @@ def _propagated(claim: Claim, claims: Mapping[str, Claim], ctx: Context) -> sp.E
 
 def _check_one(claim: Claim, ctx: Context, claims: Mapping[str, Claim]) -> Result:
     where = f"{ctx.path}:{claim.line}: claim {claim.id!r}"
-    if claim.status == "cited":
+    if claim.status == "cited" and claim.value is None:
         claimed = None if claim.claimed is None else claim.claimed * units.scale(claim.unit)
         return Result(claim, "cited", claimed=claimed)
+    if claim.status == "cited":  # a faithful quotation: the source's own inputs checked
+        checked = _check_one(dataclasses.replace(claim, status=None), ctx, claims)
+        if checked.status == "match" or checked.derived_in_unit is None:
+            finding = f"the source's own inputs give the figure it reports ({checked.status})"
+        else:
+            finding = (f"the source's own inputs give {_plain(format(float(checked.derived_in_unit), '.4g'))} "
+                       f"{claim.unit}, not the {float(claim.claimed or 0):g} it reports: the "
+                       f"source's own inconsistency ({claim.source})")
+        return dataclasses.replace(checked, status="cited",
+                                   findings=checked.findings + (finding,))
     with _field(claim, ctx, "assumptions"):
         honour(claim.value, claim.assumptions, _at(claim, ctx, "assumptions"))
     with _field(claim, ctx, "propagated"):

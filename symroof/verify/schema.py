@@ -84,7 +84,9 @@ CLAIM_FIELDS = {
     "quantity": "what is claimed, in words", "unit": "the claimed value's unit (prefixes ok)",
     "claimed": "the number as printed", "claimed_formula": "the formula as printed",
     "rounding": "how the document rounded (one rule)", "value": "the recipe (the engine's way)",
-    "subs": "values substituted into the recipe's formula", "status": '"cited" for empirical',
+    "subs": "values substituted into the recipe's formula",
+    "status": '"cited": empirical, or quoted faithfully from a source (a recipe, if given, '
+              'checks the inputs the source states, noting any inconsistency)',
     "source": "the reference a cited figure comes from", "kind": '"exercise" for an answer',
     "note": "what differs and why, or the assumptions", "table": "{id, row, column}",
     "alternatives": "[{label, value, subs}]: the figure under other conventions",
@@ -277,8 +279,9 @@ def _validated(raw: Mapping[str, Any], line: int, text: str, path: str, document
                                "derived), got {status!r}")
         if not isinstance(raw.get("source"), str) or not raw["source"]:
             raise SymroofError(f"{at('source')}: a cited claim names its source")
-        if "value" in raw:
-            raise SymroofError(f"{at('value')}: a cited claim has no recipe")
+        if "value" in raw and raw.get("claimed") is None:
+            raise SymroofError(f"{at('value')}: a cited claim with a recipe states claimed "
+                               "(the figure as the source reports it)")
     elif "value" not in raw:
         raise SymroofError(f"{at('value')}: required (the engine's recipe), unless status = "
                            "\"cited\"")
