@@ -560,20 +560,9 @@ def claims_json(outcome: Outcome) -> list[dict[str, object]]:
             "formula": str(formula) if formula is not None else None,
             "unit": c.unit, "status": r.status,
             "note": r.message if r.status == "error" else c.note,
-            "assumptions": _plain(getattr(c, "assumptions", None) or {}),
+            "assumptions": [str(a) for a in r.assumptions],
             "tolerance": tolerance, "comparison": kind})
     return out
-
-
-def _plain(value: object) -> object:
-    """Assumptions as JSON values (numbers and expressions as text where not plain)."""
-    if isinstance(value, dict) or hasattr(value, "items"):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return str(value)
 
 
 def claims_text(outcome: Outcome) -> str:
