@@ -203,10 +203,10 @@ def _quote(text: str, flavour: str) -> str:
     out, last = [], 0
     for m in _MATH.finditer(text):
         math = _kept_math(m.group(1), flavour)
-        if math is None:
-            continue
         out.append(esc(text[last:m.start()]))
-        out.append(f"${math}$")
+        # refused math is the quote's text, dollars and all (only a lone $ is dropped)
+        out.append(f"${math}$" if math is not None else
+                   _escape(flavour)(m.group(0)) if flavour == "tex" else markdown_escape(m.group(0)))
         last = m.end()
     out.append(esc(text[last:]))
     return "".join(out)

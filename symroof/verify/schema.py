@@ -304,6 +304,7 @@ def _validated(raw: Mapping[str, Any], line: int, text: str, path: str, document
     subs = raw.get("subs", {})
     if not isinstance(subs, Mapping):
         raise SymroofError(f"{at('subs')}: expected a table of symbol = value")
+    # here, not at the top: recipe imports this module (the assumptions it can honour are its own)
     from symroof.verify.recipe import ASSUMPTIONS
     assumptions = raw.get("assumptions", [])
     if not isinstance(assumptions, list) or not all(isinstance(a, str) for a in assumptions):

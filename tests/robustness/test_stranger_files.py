@@ -128,7 +128,7 @@ def test_report_writes_nothing_outside_out_even_if_a_chart_id_got_past_the_schem
     src.write_text(EXAMPLE)
     out = tmp_path / "deep" / "out"
     evil = RenderedChart("../../../escaped", "000", "GEMM intensity", "t", "<svg/>", "")
-    monkeypatch.setattr(report, "render_charts", lambda outcome: [evil])
+    monkeypatch.setattr(report, "render_outcome_charts", lambda outcome: (outcome, [evil]))
     assert main(["report", str(src), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "outside the output folder" in err
