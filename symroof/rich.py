@@ -20,6 +20,9 @@ True
 
 from __future__ import annotations
 
+import importlib
+import sys
+
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -54,8 +57,15 @@ def renderer(obj: object, fmt: str) -> Renderer | None:
 
 
 def render(obj: object, fmt: str) -> str | None:
-    """``obj`` rendered as ``fmt``, or None when no renderer is registered for it."""
+    """``obj`` rendered as ``fmt``, or None when no renderer is registered for it. The
+    first render loads the renderers if nothing has yet (``import symroof`` registers them
+    on first use of a package name, but code that imported a module of the package
+    directly, ``from symroof.cli import main``, never goes through that door)."""
     fn = renderer(obj, fmt)
+    if fn is None and "symroof.present.notebook" not in sys.modules:
+        # by name, at display time: the renderers import most of the library above us
+        importlib.import_module("symroof.present.notebook")
+        fn = renderer(obj, fmt)
     return None if fn is None else fn(obj)
 
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from symroof.atlas import records as atlas_records
 from symroof.budget import limits
+from symroof.cli import main
 from symroof.cost import RULES
+from symroof.verify import Outcome, run_claims
+from symroof.verify.appendix import seed_claims
 from symroof.passes.backward import GRADIENT_RULES
 
 
@@ -40,3 +44,19 @@ def _generous_wall_clock_limits(monkeypatch: pytest.MonkeyPatch) -> Iterator[Non
     monkeypatch.setattr(atlas_records, "DEFAULT_SECONDS", 600.0)   # per atlas (default 30 s)
     with limits(seconds=120.0):                                    # per solver call (10 s)
         yield
+
+
+@pytest.fixture(scope="session")
+def seed_outcome() -> Outcome:
+    """The seed appendix's claims run once per test process (several files read it; the
+    outcome is immutable: frozen results of a frozen claim file)."""
+    return run_claims(seed_claims())
+
+
+@pytest.fixture(scope="session")
+def seed_appendix(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``symroof report appendix`` written once per test process into a folder that no
+    test writes to (tests that change it copy it first)."""
+    out = tmp_path_factory.mktemp("seed-appendix")
+    assert main(["report", "appendix", "--out", str(out)]) == 0
+    return out

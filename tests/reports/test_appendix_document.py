@@ -23,10 +23,8 @@ SEEDS = ("000_57a6be380080f65e.txt", "001_2abda7eca1fd720c.txt")
 
 
 @pytest.fixture(scope="module")
-def fresh(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("appendix")
-    assert main(["report", "appendix", "--out", str(out)]) == 0
-    return out
+def fresh(seed_appendix: Path) -> Path:
+    return seed_appendix   # rendered once per test process (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

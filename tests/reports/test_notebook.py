@@ -130,3 +130,16 @@ def test_records_still_compare_and_hash_as_before():
     assert c == d and hash(c) == hash(d) and repr(c).startswith("Crossover(var=S")
     assert set(vars(c)) == {"var", "value", "conditions"}       # the fields, nothing more
     assert sp.cancel(c.value - 6 * D) == 0
+
+
+def test_displays_work_after_importing_a_module_directly():
+    """A notebook that imported a module of the package first (``from symroof.cli import
+    main``) never reaches the facade's first-use registration; the first display loads the
+    renderers instead (it returned None before)."""
+    script = ("from symroof.workloads import gemm\nfrom symroof.symbols import n\n"
+              "import sys\nassert 'symroof.present.notebook' not in sys.modules\n"
+              "print(gemm(n, n, n)._repr_latex_())\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("$$") and r"\frac{2 n}{3 b}" in done.stdout, done.stdout

@@ -28,11 +28,9 @@ JSON_KEYS = {"id", "seed", "quote", "quantity", "claimed", "derived", "formula",
 
 
 @pytest.fixture(scope="module")
-def fresh(tmp_path_factory) -> Path:
-    """The appendix, rendered once for this module."""
-    out = tmp_path_factory.mktemp("appendix")
-    assert main(["report", "appendix", "--out", str(out)]) == 0
-    return out
+def fresh(seed_appendix: Path) -> Path:
+    """The appendix, rendered once per test process (tests/conftest.py)."""
+    return seed_appendix
 
 
 def _files(folder: Path) -> dict[str, bytes]:

@@ -8,7 +8,6 @@ made asserted by claim id."""
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -17,9 +16,7 @@ import sympy as sp
 from symroof.verify import parse_claims, run_claims
 from symroof.verify.compare import COMPARISONS, ROUNDING_RULE, comparison, status
 from symroof.verify.run import STATUSES, WITH_COMMUNICATION, Outcome
-from symroof.verify.schema import load_claims
 
-SEEDS = Path(__file__).resolve().parents[2] / "claims" / "seeds.toml"
 
 HEAD = '''title = "t"
 
@@ -197,9 +194,6 @@ def test_note_placeholders_are_filled_and_checked() -> None:
 
 # -- the seeds -----------------------------------------------------------------------------
 
-@lru_cache(maxsize=1)
-def seeds() -> Outcome:
-    return run_claims(load_claims(SEEDS))
 
 
 #: Every claim whose status the rules of §1 changed, with the reason.
@@ -218,17 +212,17 @@ CHANGED = {
 }
 
 
-def test_seed_status_changes_are_exactly_the_listed_ones() -> None:
-    by_id = {r.claim.id: r for r in seeds().results}
+def test_seed_status_changes_are_exactly_the_listed_ones(seed_outcome: Outcome) -> None:
+    by_id = {r.claim.id: r for r in seed_outcome.results}
     for cid, (_, after) in CHANGED.items():
         assert by_id[cid].status == after, (cid, by_id[cid].status)
-    assert seeds().counts == {"match": 172, "cited": 24, "mismatch": 32, "inconsistent": 2,
+    assert seed_outcome.counts == {"match": 172, "cited": 24, "mismatch": 32, "inconsistent": 2,
                               "derived": 59}
-    assert not any(r.status == "error" for r in seeds().results)
+    assert not any(r.status == "error" for r in seed_outcome.results)
 
 
-def test_seed_tp8_table_decides_without_communication() -> None:
-    rows = [r for r in seeds().results if r.claim.table is not None
+def test_seed_tp8_table_decides_without_communication(seed_outcome: Outcome) -> None:
+    rows = [r for r in seed_outcome.results if r.claim.table is not None
             and r.claim.table["id"] == "s001-s7-tp8" and r.claim.value is not None
             and "roofline" in str(r.claim.value)]
     assert len(rows) == 15
@@ -242,24 +236,24 @@ def test_seed_tp8_table_decides_without_communication() -> None:
     assert b1.status == "match" and abs(float(b1.derived_in_unit) - 5.2376) < 1e-3
 
 
-def test_seed_b512_row_does_not_fit() -> None:
-    by_id = {r.claim.id: r for r in seeds().results}
+def test_seed_b512_row_does_not_fit(seed_outcome: Outcome) -> None:
+    by_id = {r.claim.id: r for r in seed_outcome.results}
     (finding,) = by_id["s001-s7-b512-t"].findings
     assert finding.startswith("does not run as stated") and "103.5 GB" in finding
     for b in (1, 8, 32, 128):
         assert by_id[f"s001-s7-b{b}-t"].findings[0].startswith("fits:")
 
 
-def test_seed_inconsistencies_list_every_place() -> None:
-    by_id = {r.claim.id: r for r in seeds().results}
+def test_seed_inconsistencies_list_every_place(seed_outcome: Outcome) -> None:
+    by_id = {r.claim.id: r for r in seed_outcome.results}
     attention = by_id["s000-prefill-attention-114"].findings
     assert [f.split(" prints ")[1].split()[0] for f in attention] == ["114", "1024", "31"]
     params = by_id["s000-expert-6.4b"].findings
     assert [f.split(" prints ")[1].split()[0] for f in params] == ["6.4e+09", "6.7e+09"]
 
 
-def test_seed_notes_hold_no_unfilled_placeholder_and_agree_with_the_second_line() -> None:
-    for r in seeds().results:
+def test_seed_notes_hold_no_unfilled_placeholder_and_agree_with_the_second_line(seed_outcome: Outcome) -> None:
+    for r in seed_outcome.results:
         assert "{" not in r.claim.note or "$" in r.claim.note or "{," in r.claim.note, r.claim.id
         for alt in r.alternatives:
             if alt.label == WITH_COMMUNICATION and r.claim.note:
