@@ -86,6 +86,8 @@ def write_report(source: str, out: Path, formats: list[str],
 def _run(args: argparse.Namespace, out: Output) -> int:
     folder = Path(args.out) if args.out else (
         Path("reports") if args.source == "appendix" else Path(args.source).parent)
+    if folder.exists() and not folder.is_dir():   # refused before any claim runs
+        raise SymroofError(f"--out {folder}: not a folder (the report is a set of files)")
     counts, written, errors = write_report(args.source, folder, _formats(args.format), args.chips)
     if args.json:
         out(terminal_json(dumps({"counts": counts, "written": [str(p) for p in written],
