@@ -46,6 +46,18 @@ _Key = Callable[[sp.Basic], tuple[int, str]]
 _MAX_DEPTH = 2
 
 
+def _exact(value: object) -> object:
+    """A Python int or Fraction as a SymPy number, built explicitly (no sympify: the
+    library converts nothing from text); anything else is returned as it is."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return sp.Integer(value)
+    if isinstance(value, Fraction):
+        return sp.Rational(value.numerator, value.denominator)
+    return value
+
+
 def expand_names(names: Names, where: str = "names") -> dict[sp.Symbol, sp.Expr]:
     """Each name's value in base symbols only (a value may use other declared names).
 
@@ -57,7 +69,7 @@ def expand_names(names: Names, where: str = "names") -> dict[sp.Symbol, sp.Expr]
     for name, value in names.items():
         if not isinstance(name, sp.Symbol):
             raise SymroofError(f"{where}: a name must be a symbol, got {name!r}")
-        v = sp.sympify(value) if isinstance(value, (int, Fraction)) else value
+        v = _exact(value)
         if not isinstance(v, sp.Expr):
             raise SymroofError(f"{where}: {name} = {value!r} is not an expression")
         budget.check_expr(v, f"{where}: {name}")
@@ -378,7 +390,9 @@ def substitution_steps(expr_in_names: sp.Expr, names: Names,
     full = expand_names(names, "substitution_steps")
     numbers: dict[sp.Symbol, sp.Expr] = {}
     for s, v in values.items():
-        n = sp.nsimplify(v, rational=True) if isinstance(v, float) else sp.sympify(v)
+        n = sp.nsimplify(v, rational=True) if isinstance(v, float) else _exact(v)
+        if not isinstance(n, sp.Basic):
+            raise SymroofError(f"substitution_steps: {s} = {v!r} is not a number")
         if not n.is_number:
             raise SymroofError(f"substitution_steps: {s} = {v!r} is not a number")
         numbers[s] = n
