@@ -10,6 +10,7 @@ import sys
 from fractions import Fraction
 
 import pytest
+from cli_run import run_error, run_json
 import sympy as sp
 
 from symroof.testing import assert_formula_equal
@@ -35,25 +36,6 @@ def expr(text: str) -> sp.Expr:
     return parse_expr(text, CANONICAL)
 
 
-def run_json(capsys, *argv: str) -> dict:
-    code = main([*argv, "--json"])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    assert captured.err == ""
-    return json.loads(captured.out)
-
-
-def run_error(capsys, *argv: str) -> str:
-    """Run a command that must fail cleanly; return its one error line."""
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    assert code == 2
-    assert captured.out == ""
-    lines = captured.err.splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("symroof: error:")
-    assert "Traceback" not in captured.err
-    return lines[0]
 
 
 # ---------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import run_error, run_json
 import sympy as sp
 
 import symroof as sr
@@ -33,27 +34,6 @@ from symroof.present.formula import latex, text
 from symroof.present.numbers import json_number, text_number
 from symroof.symbols import B, D, H, K, L, M, N, S, b, dim, n
 
-def run_json(capsys, *argv: str) -> dict:
-    """A command that must succeed, with ``--json``: its document (as tests/cli's)."""
-    code = main([*argv, "--json"])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    assert captured.err == ""
-    return json.loads(captured.out)
-
-
-def run_error(capsys, *argv: str) -> str:
-    """A command that must fail cleanly: its one error line (as tests/cli's; importing
-    those from test_cli worked only when tests/cli was collected first)."""
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    assert code == 2
-    assert captured.out == ""
-    lines = captured.err.splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("symroof: error:")
-    assert "Traceback" not in captured.err
-    return lines[0]
 
 
 class WorkStarted(BaseException):
