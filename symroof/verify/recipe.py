@@ -57,7 +57,7 @@ from typing import Any
 
 import sympy as sp
 
-from symroof import bounds, hardware, workloads
+from symroof import bounds, hardware
 from symroof.analysis import Analysis, analyze
 from symroof.budget import check_expr, check_number, guarded, light, substitute
 from symroof.errors import SymroofError, suggest
@@ -72,17 +72,14 @@ from symroof.solve import crossover, crossover_curve, limit, sensitivity, theta
 from symroof.symbols import CANONICAL, dim, quantity
 from symroof.verify.grammar import NODE_KEYS, SPEC_KEYS, check_keys
 from symroof.workloads.attention import ElementwiseFlops
+from symroof.workloads import registry
 
 __all__ = ["ASSUMPTIONS", "Context", "declare", "declare_each", "evaluate", "model", "workload",
            "check_value", "OPERATIONS", "BUILDERS", "CONSTANTS"]
 
-#: Workload builders a recipe may name.
-BUILDERS: Mapping[str, Callable[..., Analysis]] = {
-    "gemm": workloads.gemm, "gemv": workloads.gemv, "elementwise": workloads.elementwise,
-    "conv2d": workloads.conv2d, "attention": workloads.attention,
-    "prefill": workloads.prefill, "decode": workloads.decode, "training": workloads.training,
-}
-_MODEL_BUILDERS = ("prefill", "decode", "training")
+#: Workload builders a recipe may name: the one registry's (its options are the builders'
+#: keyword-only parameters, checked by the registry as the command line's are).
+BUILDERS = registry.ENTRIES
 
 #: Named operations a recipe may call (nothing else is reachable from a claim file).
 OPERATIONS: Mapping[str, Callable[..., Any]] = {
@@ -97,9 +94,6 @@ OPERATIONS: Mapping[str, Callable[..., Any]] = {
 CONSTANTS: Mapping[str, int] = {f"elementwise_flops.{k}": v
                                 for k, v in vars(ElementwiseFlops()).items()}
 
-# convention values passed to builders as they are (everything else is an expression)
-_OPTION_KEYS = frozenset({"causal", "fused", "unfused", "ops", "flop_count", "flops", "traffic",
-                          "logits", "lowering", "kv_write", "recompute", "projections"})
 _STRING_FIELDS = frozenset({"mlp", "norm", "positions", "activation", "name"})
 _ROOFLINE_FIELDS = ("time_s", "compute_time_s", "memory_time_s", "time_serial_s",
                     "tokens_per_s", "tokens_per_s_per_user", "attainable", "peak", "bandwidth",
@@ -548,27 +542,26 @@ def workload(spec: object, ctx: Context, env: Mapping[str, Any], where: str) -> 
         a = _calling(where, analyze, _graph(s["graph"], ctx, env, f"{where}.graph"))
     else:
         name = _text(s.get("builder"), f"{where}.builder")
-        if name not in BUILDERS:
+        entry = BUILDERS.get(name)
+        if entry is None:
             raise SymroofError(f"{where}.builder: unknown workload {name!r}"
                                f"{suggest(name, BUILDERS)}; expected one of {', '.join(BUILDERS)}")
         args = [_arg(v, ctx, env, f"{where}.args") for v in _args(s, where)]
-        if name in _MODEL_BUILDERS:
+        if entry.model:
             args.insert(0, model(s.get("model"), ctx, env, f"{where}.model"))
         elif "model" in s:
+            models = ", ".join(n for n, e in BUILDERS.items() if e.model)
             raise SymroofError(f"{where}.model: workload {name!r} takes no model (only "
-                               f"{', '.join(_MODEL_BUILDERS)} do)")
+                               f"{models} do)")
         kwargs = {k: _arg(v, ctx, env, f"{where}.kwargs.{k}")
                   for k, v in _table(s.get("kwargs", {}), f"{where}.kwargs").items()}
         options = dict(_table(s.get("options", {}), f"{where}.options"))
-        unknown = set(options) - _OPTION_KEYS
-        if unknown:
-            raise SymroofError(f"{where}.options: unknown option(s) {', '.join(sorted(unknown))}; "
-                               f"expected some of {', '.join(sorted(_OPTION_KEYS))}")
         clash = set(kwargs) & set(options)
         if clash:
             raise SymroofError(f"{where}.kwargs: {', '.join(sorted(clash))} given twice (in "
                                "kwargs and in options)")
-        a = _calling(f"{where}: {name}", BUILDERS[name], *args, **kwargs, **options)
+        a = _calling(f"{where}: {name}", entry.build, *args, options=options, where=where,
+                     **kwargs)
     a = _passes(a, s, ctx, env, where)
     ctx.workloads[key] = a
     return _mention_graph(ctx, a)

@@ -118,7 +118,7 @@ def test_the_example_matches_with_its_formula_substitution_and_number():
     ("rounding = {sig = 4, rel = 0.1}", "field 'rounding'"),
     ('value = {operation = "os.system", args = ["1"]}', "unknown operation 'os.system'"),
     ('value = {workload = {builder = "gemm", args = ["n", "n", "n"], options = {colour = 1}}, q = "I"}',
-     "unknown option(s) colour"),
+     "workload 'gemm' has no option 'colour'; its options: flop_count"),
 ])
 def test_a_bad_claim_is_an_error_naming_line_and_field(body, fragment):
     r = one(claim(body))
