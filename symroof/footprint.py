@@ -21,6 +21,7 @@ from symroof.options import Recompute, Statistics, option
 from symroof.passes.optimizer import ADAM
 from symroof.passes.saved import saved_tensors
 from symroof.precision import Precision
+from symroof.serving import max_sequences
 from symroof.symbols import b
 from symroof.workloads.transformer import training_graph
 
@@ -98,25 +99,22 @@ def memory(model: TransformerModel, *, batch: object, context: object, training:
 def capacity(model: TransformerModel, hw: HardwareSpec | str, *, context: object, tp: int = 1,
              level: str | None = None,
              precision: Precision | str = Precision.BF16) -> sp.Expr:
-    """How many sequences of ``context`` tokens fit: (tp * capacity - weights) / KV per sequence
-    (a windowed layer's cache holds at most its window).
+    """How many sequences of ``context`` tokens fit beside the weights on ``tp`` devices:
+    the ``sequences`` of :func:`symroof.serving.max_sequences`, the one memory count
+    (``symroof capacity`` prints the same), here without a reserve.
 
-    Weights are sharded over ``tp`` devices, each with the chip's memory capacity. A
-    model whose bytes per value are the free symbol ``b`` (a preset) is counted at
-    ``precision``; set other formats with ``model.with_precision(...)``.
+    Per device it is (capacity - weights / tp) / (KV bytes per sequence on a device),
+    which is (tp * capacity - weights) / KV per sequence while ``tp`` divides the KV
+    heads; past that each device keeps a whole KV head, so the count stops growing with
+    ``tp``. A ``tp`` that does not divide the heads is refused, as every sharded workload
+    refuses it. A windowed layer's cache holds at most its window. A model whose bytes per
+    value are the free symbol ``b`` (a preset) is counted at ``precision``; set other
+    formats with ``model.with_precision(...)``.
     """
     if not isinstance(model, TransformerModel):
         raise SymroofError(f"capacity: expected a transformer model, got {type(model).__name__}")
-    spec = hardware.resolve(hw)
     if not isinstance(tp, int) or isinstance(tp, bool) or tp < 1:
         raise SymroofError(f"capacity tp: expected a positive integer, got {tp!r}")
-    cap = spec.capacity(level)
-    if cap is None:
-        raise SymroofError(f"capacity: {spec.name} has no published capacity for "
-                           f"{level or 'main memory'}")
-    free = tp * cap - model.params * model.weight_bytes
-    per_seq = model.kv_cache_bytes(as_dim(context, "context"))
-    n = (free / per_seq).xreplace({b: Precision.parse(precision).bytes})
-    if n.is_number:
-        return sp.Max(sp.Integer(0), sp.floor(n))  # weights that do not fit leave room for none
-    return n
+    found: sp.Expr = max_sequences(model, hw, context=context, tp=tp, level=level,
+                                   precision=precision).sequences
+    return found

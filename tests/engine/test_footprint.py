@@ -94,7 +94,12 @@ def test_capacity_scales_with_tp_and_context():
 def test_capacity_symbolic_context():
     m = get("llama-3-70b").with_precision(weights="fp8", kv_cache="fp8")
     n = capacity(m, "h100-sxm", context=S, tp=4)
-    assert_formula_equal(n, (4 * H100_BYTES - m.params) / (163_840 * S))
+    # per device: the matrices split four ways, the 2L + 1 RMSNorm weight vectors whole on
+    # each device (the sharded graph's count; 989,184 bytes more than params / 4)
+    norms = (2 * 80 + 1) * 8192
+    per_device = H100_BYTES - sp.Rational(m.params - norms, 4) - norms
+    assert_formula_equal(n, per_device / (163_840 * S / 4))
+    assert n.subs(S, 8192) < (4 * H100_BYTES - m.params) / (163_840 * 8192)
 
 
 def test_capacity_is_never_negative_when_weights_do_not_fit():
@@ -110,6 +115,29 @@ def test_capacity_is_never_negative_when_weights_do_not_fit():
         assert "fit" in str(err)
     else:
         assert n == 0, f"capacity returned {n}"
+
+
+def test_capacity_past_the_kv_heads_keeps_a_whole_head_per_device():
+    """tp = 16 on 8 KV heads: each device holds one whole KV head (two devices share it),
+    so the count is what tp = 8 gives per device's weights, not twice it (the formula
+    (tp * capacity - weights) / KV was 2x optimistic there). sr.capacity and ``symroof
+    capacity`` are one count."""
+    from symroof.serving import max_sequences
+    m = get("llama-3-70b").with_precision(weights="fp8", kv_cache="fp8")
+    n = capacity(m, "h100-sxm", context=8192, tp=16)
+    per_device_kv = 2 * 80 * 1 * 128 * 1 * 8192          # one KV head per device
+    assert n == (H100_BYTES - m.params / 16) // per_device_kv
+    assert n < (16 * H100_BYTES - m.params) // (163_840 * 8192)
+    assert n == max_sequences(m, "h100-sxm", context=8192, tp=16, precision="fp8").sequences
+
+
+def test_capacity_refuses_a_tp_that_does_not_split_the_heads_as_the_cli_does(capsys):
+    from tests.cli_run import run_error
+    with pytest.raises(SymroofError, match="tp 3: does not split llama-3-70b"):
+        capacity(get("llama-3-70b"), "h100-sxm", context=8192, tp=3)
+    line = run_error(capsys, "capacity", "--model", "llama-3-70b", "--hardware", "h100-sxm",
+                     "--context", "8192", "--tp", "3")
+    assert "does not split llama-3-70b" in line
 
 
 @pytest.mark.parametrize("tp", [0, -1, True, 2.0])
