@@ -33,7 +33,16 @@ from symroof.errors import SymroofError
 from symroof.present.formula import scientific_text, text
 
 __all__ = ["exact", "exact_fields", "json_number", "text_number", "scientific", "si",
-           "grouped", "MAX_JSON_DIGITS"]
+           "grouped", "quantity", "PREFIXES", "TIME_UNITS", "STYLES", "MAX_JSON_DIGITS"]
+
+#: The one table of decimal prefixes, largest first, with the power of ten of each
+#: (the console, the reports, the charts and the Try-it page read it).
+PREFIXES: tuple[tuple[str, int], ...] = (("E", 18), ("P", 15), ("T", 12), ("G", 9), ("M", 6),
+                                         ("k", 3))
+#: Units of time, largest first, with the power of ten that turns seconds into each.
+TIME_UNITS: tuple[tuple[str, int], ...] = (("s", 0), ("ms", 3), ("µs", 6), ("ns", 9))
+#: How :func:`quantity` writes a number and its unit for each kind of output.
+STYLES = ("text", "latex", "html", "pgf")
 
 #: Integers with more digits than this are written in scientific notation (Python
 #: refuses to print integers past 4,300 digits, and no reader wants them).
@@ -136,6 +145,49 @@ def grouped(x: sp.Expr, decimals: int = 0, sep: str = ",") -> str:
         return scientific(v, 5)
     value = float(v)
     return f"{value:,.{decimals}f}".replace(",", sep)
+
+
+def quantity(value: object, unit: str, *, digits: int = 4, style: str = "text") -> str:
+    """``value`` in ``unit`` to ``digits`` significant figures, with the largest prefix of
+    :data:`PREFIXES` (a time: the unit of :data:`TIME_UNITS`) that keeps the number at 1
+    or more; the one formatter of quantities for people.
+
+    ``style`` is ``text`` (``17.64 GB``, ``4.52 ms``; microseconds as ``us``, plain ASCII
+    for any terminal), ``latex`` (``17.64\\,\\mathrm{GB}``, for math mode), ``html``
+    (``17.64&#8239;GB``, a narrow no-break space) or ``pgf`` (``17.64\\,GB``, a chart's
+    text mode). A value with free symbols is its formula in the bare unit.
+
+    >>> quantity(17.6431e9, "B"), quantity(0.00451968, "s"), quantity(3e-5, "s")
+    ('17.64 GB', '4.52 ms', '30 us')
+    >>> print(quantity(4e-10, "s", style="html"), quantity(989.4e12, "FLOP/s", digits=3, style="latex"))
+    0.4&#8239;ns 989\\,\\mathrm{TFLOP/s}
+    """
+    if style not in STYLES:
+        raise SymroofError(f"quantity style: expected one of {', '.join(STYLES)}, got {style!r}")
+    if isinstance(value, sp.Basic) and value.free_symbols:
+        number, shown = text_number(value), unit
+    else:
+        v = float(_finite(value, unit))
+        shown, number = unit, ""
+        if unit == "s":
+            for name, power in TIME_UNITS:
+                if abs(v) * 10.0**power >= 1 or name == "ns":
+                    shown, number = name, f"{v * 10.0**power:.{digits}g}"
+                    break
+        else:
+            for prefix, power in PREFIXES:
+                if abs(v) >= 10.0**power:
+                    shown, number = prefix + unit, f"{v / 10.0**power:.{digits}g}"
+                    break
+            else:
+                number = f"{v:.{digits}g}"
+    if style == "text":
+        return f"{number} {shown.replace('µs', 'us')}"
+    if style == "html":
+        return f"{number}&#8239;{shown}"
+    if style == "pgf":
+        return number + r"\," + shown.replace("µs", r"$\mu$s")
+    return number + r"\,\mathrm{" + shown.replace("µs", r"\mu s") + "}"
 
 
 def si(value: sp.Expr, unit: str, top: int = 15) -> str:

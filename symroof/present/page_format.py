@@ -23,15 +23,11 @@ from numbers import Real
 import sympy as sp
 
 from symroof.errors import SymroofError
-from symroof.present.numbers import grouped
+from symroof.present.numbers import PREFIXES, TIME_UNITS, grouped
 
 __all__ = ["decimals", "figure", "prefixed", "duration", "PREFIXES", "TIME_UNITS",
            "MAX_DECIMALS"]
 
-#: Decimal prefixes, largest first, with the power of ten each stands for.
-PREFIXES = (("E", 18), ("P", 15), ("T", 12), ("G", 9), ("M", 6), ("k", 3))
-#: Time units, largest first, with the factor that turns seconds into each.
-TIME_UNITS = (("s", 0), ("ms", 3), ("µs", 6), ("ns", 9))
 #: The most decimal places a figure gets (values below 1e-20 print as 0.000...).
 MAX_DECIMALS = 21
 

@@ -22,7 +22,7 @@ from symroof.footprint import Footprint
 from symroof.hardware import UNITS, HardwareSpec
 from symroof.ir import Kind
 from symroof.models import TransformerModel
-from symroof.present.numbers import exact_fields, json_number, si, text_number
+from symroof.present.numbers import exact_fields, json_number, quantity, si, text_number
 
 __all__ = ["to_dict", "to_text", "serving_lines", "seconds", "memory_line", "gigabytes"]
 
@@ -176,34 +176,20 @@ def _roofline_dict(r: Roofline) -> dict[str, Any]:
 @to_text.register
 def _roofline_text(r: Roofline) -> str:
     return (f"on {r.hardware} ({r.precision}, {r.level}): ridge {text_number(r.ridge)} FLOP/B, "
-            f"{r.bound or 'bound depends on free symbols'}; time {text_number(r.time_s)} s "
-            f"(no overlap {text_number(r.time_serial_s)} s), "
-            f"attainable {text_number(r.attainable)} FLOP/s")
+            f"{r.bound or 'bound depends on free symbols'}; time {quantity(r.time_s, 's')} "
+            f"(no overlap {quantity(r.time_serial_s, 's')}), "
+            f"attainable {quantity(r.attainable, 'FLOP/s')}")
 
 
 def seconds(x: sp.Expr) -> str:
-    """A time for people: ``5.24 ms``, ``30.0 us``, ``1.2 s``."""
-    if x.free_symbols:
-        return f"{text_number(x)} s"
-    v = float(x)
-    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "us")):
-        if v >= scale or unit == "us":
-            return f"{v / scale:.4g} {unit}"
-    return f"{v:.4g} s"  # pragma: no cover - the loop ends at us
+    """A time for people: ``5.24 ms``, ``30 us``, ``1.2 s`` (:func:`quantity`)."""
+    return quantity(x, "s")
 
 
 def _gb(x: sp.Expr | None) -> str:
     """Bytes with a decimal prefix, four figures: ``17.64 GB`` (memory sizes side by side
     read best in one kind of prefix)."""
-    if x is None:
-        return "unknown"
-    if x.free_symbols:
-        return f"{text_number(x)} B"
-    v = float(x)
-    for scale, unit in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
-        if v >= scale:
-            return f"{v / scale:.4g} {unit}"
-    return f"{v:.4g} B"
+    return "unknown" if x is None else quantity(x, "B")
 
 
 def serving_lines(r: Roofline) -> list[str]:

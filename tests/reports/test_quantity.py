@@ -1,0 +1,74 @@
+"""The one formatter of quantities (symroof.present.numbers.quantity): its text read back
+gives the value to its significant figures, the prefix is the largest that keeps the
+number at 1 or more, and the console's other printers of sizes and times are it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from symroof.errors import SymroofError
+from symroof.present.numbers import PREFIXES, TIME_UNITS, quantity
+from symroof.present.page_format import PREFIXES as PAGE_PREFIXES
+from symroof.present.records import gigabytes, seconds
+
+_POWER = {p: e for p, e in PREFIXES} | {"": 0}
+_TIME = {("us" if u == "µs" else u): -e for u, e in TIME_UNITS}
+
+
+def read_back(text: str, unit: str) -> tuple[float, int]:
+    """The value a text stands for, and the power of ten of its prefix (independent of
+    the formatter: a table lookup on the unit's spelling)."""
+    number, shown = text.split(" ")
+    if unit == "s":
+        power = _TIME[shown]
+    else:
+        assert shown.endswith(unit), text
+        power = _POWER[shown[:-len(unit)]]
+    return float(number) * 10.0**power, power
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=1e-12, max_value=1e20), st.sampled_from(["B", "FLOP/s", "s"]))
+def test_text_reads_back_to_four_significant_figures(value, unit):
+    text = quantity(value, unit)
+    back, power = read_back(text, unit)
+    assert math.isclose(back, value, rel_tol=5e-4), (value, text)
+    number = float(text.split(" ")[0])
+    if unit == "s":
+        assert number >= 0.9995 or text.endswith(" ns"), text
+    else:
+        assert number >= 0.9995 or power == 0, text   # the largest prefix keeping it >= 1
+        assert number < 1000 or power == 18, text
+
+
+@pytest.mark.parametrize("value, unit, style, expected", [
+    (17.6431e9, "B", "text", "17.64 GB"),
+    (0.00451968, "s", "text", "4.52 ms"),
+    (2.5e-6, "s", "text", "2.5 us"),
+    (2.5e-6, "s", "html", "2.5&#8239;µs"),
+    (2.5e-6, "s", "latex", r"2.5\,\mathrm{\mu s}"),
+    (2.5e-6, "s", "pgf", r"2.5\,$\mu$s"),
+    (989.4e12, "FLOP/s", "latex", r"989.4\,\mathrm{TFLOP/s}"),
+    (512, "B", "text", "512 B"),
+])
+def test_styles(value, unit, style, expected):
+    assert quantity(value, unit, style=style) == expected
+
+
+def test_the_console_printers_and_the_page_use_it():
+    assert gigabytes(sp.Integer(16_060_000_000)) == quantity(16.06e9, "B") == "16.06 GB"
+    assert seconds(sp.Rational(452, 100_000)) == quantity(0.00452, "s") == "4.52 ms"
+    assert PAGE_PREFIXES is PREFIXES
+
+
+def test_a_formula_keeps_its_symbols_and_bad_values_are_named():
+    assert quantity(sp.Symbol("B") * 2, "s") == "2*B s"
+    with pytest.raises(SymroofError, match="quantity style"):
+        quantity(1, "B", style="rtf")
+    with pytest.raises(SymroofError, match="not a finite real number"):
+        quantity(float("nan"), "B")
