@@ -525,15 +525,16 @@ def roofline_at(workload: Analysis, spec: HardwareSpec, values: Mapping[sp.Symbo
     sent = _at(workload.cost.bytes_by_kind.get(Kind.COMMUNICATION, _ZERO), values)
     chosen = None if sent == 0 else choose_link(spec, link, why=f"tp {lay.tp}, pp {lay.pp}")
     seqs = entry_sequences(workload.graph) if tokens is not None else None
-    return Roofline(spec.name, peak, level or spec.main_memory, f, q, sp.cancel(f / q),
-                    rate, bw, rate / bw, tokens, sent, None if chosen is None else chosen.name,
-                    None if chosen is None else chosen.per_direction, lay.tp, lay.pp,
-                    lay.microbatches, None if seqs is None else _at(seqs, values),
-                    fraction(efficiency, "efficiency", zero=False),
-                    device_memory(workload, spec, values, level=level,
-                                  microbatches=lay.microbatches,
-                                  reserve=fraction(reserve, "reserve", zero=True),
-                                  kv_cache=kv_cache) if footprint else None)
+    return Roofline(
+        hardware=spec.name, precision=peak, level=level or spec.main_memory, flops=f, bytes=q,
+        intensity=sp.cancel(f / q), peak=rate, bandwidth=bw, ridge=rate / bw, tokens=tokens,
+        communication=sent, link=None if chosen is None else chosen.name,
+        link_bandwidth=None if chosen is None else chosen.per_direction, tp=lay.tp, pp=lay.pp,
+        microbatches=lay.microbatches, sequences=None if seqs is None else _at(seqs, values),
+        efficiency=fraction(efficiency, "efficiency", zero=False),
+        memory=device_memory(workload, spec, values, level=level, microbatches=lay.microbatches,
+                             reserve=fraction(reserve, "reserve", zero=True),
+                             kv_cache=kv_cache) if footprint else None)
 
 
 @dataclass(frozen=True)

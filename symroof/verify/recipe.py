@@ -751,8 +751,9 @@ def _capacity_node(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any]
 
 def _roofline_q(r: Roofline, q: str, devices: int, where: str) -> Any:
     if devices != 1:  # ideal tensor parallelism: n chips' peak and bandwidth, no communication
-        r = Roofline(r.hardware, r.precision, r.level, r.flops, r.bytes, r.intensity,
-                     r.peak * devices, r.bandwidth * devices, r.ridge, r.tokens)
+        r = Roofline(hardware=r.hardware, precision=r.precision, level=r.level, flops=r.flops,
+                     bytes=r.bytes, intensity=r.intensity, peak=r.peak * devices,
+                     bandwidth=r.bandwidth * devices, ridge=r.ridge, tokens=r.tokens)
     if q not in _ROOFLINE_FIELDS:
         raise SymroofError(f"{where}.q: unknown roofline quantity {q!r}"
                            f"{suggest(q, _ROOFLINE_FIELDS)}; expected one of "
@@ -786,8 +787,10 @@ def _roofline_node(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any]
 
 def _formula_q(part: Mapping[str, sp.Expr], tokens: sp.Expr | None, q: str, where: str) -> Any:
     no_format: Any = "-"  # a roofline of symbols has no chip, number format or level
-    r = Roofline("symbolic", no_format, "-", part["F"], part["Q"], part["F"] / part["Q"],
-                 part["peak"], part["bandwidth"], part["peak"] / part["bandwidth"], tokens)
+    r = Roofline(hardware="symbolic", precision=no_format, level="-", flops=part["F"],
+                 bytes=part["Q"], intensity=part["F"] / part["Q"], peak=part["peak"],
+                 bandwidth=part["bandwidth"], ridge=part["peak"] / part["bandwidth"],
+                 tokens=tokens)
     return _roofline_q(r, q, 1, where)
 
 
