@@ -39,8 +39,9 @@ from symroof.precision import Precision
 from symroof.symbols import B, b
 from symroof.workloads import decode, prefill
 from symroof.workloads.attention import op_groups
-from symroof.workloads.layers import forward_graph
-from symroof.workloads.parallel import check_layout, shard_model_graph
+from symroof.workloads.layers import forward
+from symroof.workloads.parallel import check_layout
+from symroof.workloads.transformer import serving_pipeline
 
 __all__ = ["Capacity", "max_sequences", "time_to_first_token", "WeightGain",
            "weight_quantization", "expected_tokens", "Speculation", "speculative",
@@ -238,10 +239,9 @@ def _verify_pass(m: TransformerModel, batch: object, context: object, k: sp.Expr
     """The target reading its weights once for ``k + 1`` new tokens per sequence, each
     attending to the cache (``context`` positions) and the drafted tokens."""
     t, p, mb = check_layout(m, tp=tp)
-    g = forward_graph(m, batch=batch, seq=k + 1, context=as_dim(context, "context") + k,
+    g, fuse = forward(m, batch=batch, seq=k + 1, context=as_dim(context, "context") + k,
                       decode=True)
-    if t != 1:
-        g = shard_model_graph(g, m, tp=t)
+    g = serving_pipeline("verify", fuse, tp=t, pp=p, microbatches=mb).apply(g)
     kinds = {Kind.WEIGHT, Kind.KV_CACHE}
     return analyze(g, ops=op_groups(OpsCounted.CONTRACTIONS), traffic=kinds,
                    tokens=as_dim(batch, "batch") * (k + 1))

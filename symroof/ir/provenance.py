@@ -64,10 +64,12 @@ class Provenance:
     - ``fused``: the fusion groups applied, in order;
     - ``tiles``: (loop extent, tile size) pairs of the tiling pass;
     - ``assumptions``: what passes assumed that the formulas do not show (exact division);
-    - ``training``: set by the backward pass.
+    - ``training``: set by the backward pass;
+    - ``passes``: the names of the pipeline stages the graph went through, in order.
     """
 
     fused: tuple[FusedGroup, ...] = ()
     tiles: tuple[tuple[sp.Expr, sp.Expr], ...] = ()
     assumptions: tuple[str, ...] = ()
     training: Training | None = None
+    passes: tuple[str, ...] = ()

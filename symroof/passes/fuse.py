@@ -27,7 +27,7 @@ import sympy as sp
 from symroof.errors import SymroofError
 from symroof.ir import FusedGroup, Graph, Node, Op, Tensor, require_graph
 
-__all__ = ["Fuse", "FusedGroup", "fuse", "unfuse"]  # FusedGroup: re-exported from symroof.ir
+__all__ = ["Fuse", "FusedGroup", "fuse", "fuse_pass", "unfuse"]  # FusedGroup: re-exported from symroof.ir
 
 
 @dataclass(frozen=True)
@@ -104,10 +104,17 @@ def fuse(graph: Graph, groups: Iterable[Iterable[str]], *,
          tile_capacity: Iterable[sp.Expr | None] = ()) -> Graph:
     """``graph`` with each group of op names fused into one kernel."""
     require_graph(graph, "fuse")
+    return fuse_pass(groups, tile_capacity=tile_capacity).apply(graph)
+
+
+def fuse_pass(groups: Iterable[Iterable[str]], *,
+              tile_capacity: Iterable[sp.Expr | None] = ()) -> Fuse:
+    """The fusion pass of ``groups`` of op names (checked as :func:`fuse` checks them): a
+    stage of a pipeline."""
     gs = _groups(groups, "fuse")
     if any(not gr for gr in gs):
         raise SymroofError("fuse: a group must name at least one op")
-    return Fuse(gs, tuple(tile_capacity)).apply(graph)
+    return Fuse(gs, tuple(tile_capacity))
 
 
 def unfuse(graph: Graph, groups: Iterable[Iterable[str]]) -> Graph:

@@ -64,7 +64,10 @@ class Pipeline:
         return tuple(s.name for s in self.stages)
 
     def apply(self, graph: Graph) -> Graph:
-        """``graph`` through every stage."""
+        """``graph`` through every stage; the result's provenance lists the stages
+        (``provenance.passes``)."""
         for stage in self.stages:
             graph = stage.apply(graph)
+        if self.stages:
+            graph.record(passes=(*graph.provenance.passes, *self.names))
         return graph

@@ -25,7 +25,7 @@ import sympy as sp
 from symroof.errors import SymroofError
 from symroof.ir import Gemm, Graph, OpGroup, as_dim, require_graph
 
-__all__ = ["Tile", "tile", "gemm_loops"]
+__all__ = ["Tile", "tile", "tile_pass", "gemm_loops"]
 
 
 def gemm_loops(op: Gemm) -> dict[str, sp.Expr]:
@@ -90,6 +90,12 @@ def tile(graph: Graph, tiles: Mapping[object, object], *, exact: bool = True) ->
     """``graph`` with its GEMM loops tiled: ``tiles`` maps a loop extent (a dimension
     such as ``M`` or ``B*S``) to its tile size (a number or symbol)."""
     require_graph(graph, "tile")
+    return tile_pass(tiles, exact=exact).apply(graph)
+
+
+def tile_pass(tiles: Mapping[object, object], *, exact: bool = True) -> Tile:
+    """The tiling pass of ``tiles`` (checked as :func:`tile` checks them): a stage of a
+    pipeline."""
     if not isinstance(tiles, Mapping):
         raise SymroofError(f"tile: expected a mapping of loop extent to tile size, e.g. "
                            f"{{M: T}}, got {type(tiles).__name__}")
@@ -97,4 +103,4 @@ def tile(graph: Graph, tiles: Mapping[object, object], *, exact: bool = True) ->
     for dim, t in tiles.items():
         d = as_dim(dim, "tile dimension")
         pairs.append((d, as_dim(t, f"tile size for {d}")))
-    return Tile(tuple(pairs), exact).apply(graph)
+    return Tile(tuple(pairs), exact)

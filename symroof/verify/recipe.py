@@ -67,7 +67,9 @@ from symroof.ir import Graph
 from symroof.ir.nodes import Kind
 from symroof.models import TransformerModel, get, transformer
 from symroof.parse import FUNCTIONS, parse_expr
-from symroof.passes import fuse, tile
+from symroof.passes.fuse import fuse_pass
+from symroof.passes.pipeline import Pass, Pipeline
+from symroof.passes.tile import tile_pass
 from symroof.solve import crossover, crossover_curve, limit, sensitivity, theta
 from symroof.symbols import CANONICAL, dim, quantity
 from symroof.verify.grammar import NODE_KEYS, SPEC_KEYS, check_keys
@@ -571,17 +573,23 @@ def _passes(a: Analysis, s: Mapping[str, Any], ctx: Context, env: Mapping[str, A
             where: str) -> Analysis:
     conv = a.convention
     g = a.graph
-    if s.get("tile"):
-        tiles = {_expr(k, ctx, env, f"{where}.tile"): _expr(v, ctx, env, f"{where}.tile.{k}")
-                 for k, v in _table(s["tile"], f"{where}.tile").items()}
-        g = _calling(f"{where}.tile", tile, g, tiles)
+    # a claim's fuse and tile run as extra stages of the workload's pipeline, in the
+    # pipeline's order (fusion first: what stays on chip is a property of the kernels)
+    stages: list[tuple[str, Pass]] = []
     if s.get("fuse"):
         groups = s["fuse"]
         if not isinstance(groups, list) or not all(
                 isinstance(x, list) and all(isinstance(n, str) for n in x) for x in groups):
             raise SymroofError(f"{where}.fuse: expected a list of lists of op names, got "
                                f"{_brief(groups)}")
-        g = _calling(f"{where}.fuse", fuse, g, [set(group) for group in groups])
+        stages.append(("fuse", _calling(f"{where}.fuse", fuse_pass,
+                                        [set(group) for group in groups])))
+    if s.get("tile"):
+        tiles = {_expr(k, ctx, env, f"{where}.tile"): _expr(v, ctx, env, f"{where}.tile.{k}")
+                 for k, v in _table(s["tile"], f"{where}.tile").items()}
+        stages.append(("tile", _calling(f"{where}.tile", tile_pass, tiles)))
+    for key, stage in stages:
+        g = _calling(f"{where}.{key}", Pipeline(f"claim {key}", (stage,)).apply, g)
     if g is not a.graph:
         a = Analysis(g, conv, a.tokens, a.assumptions)
     if s.get("convention"):

@@ -22,6 +22,7 @@ from symroof.ir import Graph, OpGroup, Tensor, as_dim, as_expr
 from symroof.options import (Causal, FlopCount, OpsCounted, Saves, Unfused, WindowKernel, WindowSpan,
                              option, renamed)
 from symroof.passes.fuse import Fuse
+from symroof.passes.pipeline import Pipeline
 from symroof.symbols import b as _b
 from symroof.symbols import dim
 
@@ -152,11 +153,18 @@ def flash_tile_bytes(head_dim: sp.Expr, b: sp.Expr) -> sp.Expr:
     return (2 * br + 2 * bc) * head_dim * b + 4 * br * bc
 
 
+def fusion(groups: list[FusionGroup]) -> Fuse:
+    """The fusion pass of a builder's queued groups (with their on-chip tile capacities):
+    a pipeline's first stage."""
+    return Fuse(tuple(grp for grp, _ in groups), tuple(tile for _, tile in groups))
+
+
 def fuse_groups(g: Graph, groups: list[FusionGroup]) -> Graph:
-    """``g`` with the builder's fusion groups applied by the fusion pass."""
+    """``g`` with the builder's fusion groups applied by the fusion pass, in a pipeline of
+    that one stage."""
     if not groups:
         return g
-    return Fuse(tuple(grp for grp, _ in groups), tuple(tile for _, tile in groups)).apply(g)
+    return Pipeline("fuse", (fusion(groups),)).apply(g)
 
 
 @renamed(flops="flop_count", S="seq", D="d_model")

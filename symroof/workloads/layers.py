@@ -26,8 +26,10 @@ from symroof.errors import SymroofError
 from symroof.ir import Graph, Kind, Tensor, as_dim
 from symroof.options import (Causal, ExpertReads, LatentDecode, Logits, Saves, Unfused, WindowKernel,
                              WindowSpan, option)
+from symroof.passes.fuse import Fuse
+from symroof.passes.pipeline import Pipeline
 from symroof.workloads.attention import (ElementwiseFlops, attention_core, causal_fraction,
-                                         fuse_groups, window_fraction, window_span)
+                                         fusion, window_fraction, window_span)
 from symroof.workloads.builder import Builder, LayerGroup, LatentShape, TransformerShape
 from symroof.workloads.dropout import attention_core_with_dropout
 from symroof.workloads.experts import moe_mlp
@@ -174,7 +176,30 @@ def forward_graph(m: TransformerShape, *, batch: object, seq: object,
                   latent: LatentDecode | str = LatentDecode.ABSORBED,
                   expert_reads: ExpertReads | str = ExpertReads.ALL,
                   dropout: bool = False) -> Graph:
-    """The forward graph of ``m`` over ``seq`` new tokens per sequence attending to
+    """The forward graph of ``m`` (see :func:`forward`) through its pipeline's fusion
+    stage."""
+    g, fuse = forward(m, batch=batch, seq=seq, context=context, decode=decode, causal=causal,
+                      fused=fused, unfused=unfused, logits=logits, kv_write=kv_write,
+                      flops_per_element=flops_per_element, name=name,
+                      window_kernel=window_kernel, window_span=window_span, latent=latent,
+                      expert_reads=expert_reads, dropout=dropout)
+    return Pipeline(g.name, (fuse,)).apply(g) if fuse.groups else g
+
+
+def forward(m: TransformerShape, *, batch: object, seq: object,
+           context: object | None = None, decode: bool = False,
+           causal: Causal | bool | str = Causal.HALF, fused: bool = True,
+           unfused: Unfused | str = Unfused.WRITE_AND_READ,
+           logits: Logits | str = Logits.ALL, kv_write: bool = False,
+           flops_per_element: ElementwiseFlops = ElementwiseFlops(),
+           name: str | None = None, window_kernel: WindowKernel | str = WindowKernel.BAND,
+           window_span: WindowSpan | str = WindowSpan.EXACT,
+           latent: LatentDecode | str = LatentDecode.ABSORBED,
+           expert_reads: ExpertReads | str = ExpertReads.ALL,
+           dropout: bool = False) -> tuple[Graph, Fuse]:
+    """The forward graph of ``m`` as built (each op its own kernel) and the fusion pass
+    its builder queued (attention's kernel, with what stays on chip): the graph and the
+    first stage of the workload's pipeline. ``seq`` new tokens per sequence attending to
     ``context`` positions (prefill: ``context = seq``; decode: ``seq = 1``). With
     ``dropout`` (training), the model's dropouts run: on the embedding and each sublayer's
     output (``hidden_dropout``) and on the attention probabilities (``attention_dropout``)."""
@@ -214,7 +239,7 @@ def forward_graph(m: TransformerShape, *, batch: object, seq: object,
     x = build.norm(x, "final_norm")
     if lg is Logits.NONE or table is None:
         g.output(x)
-        return fuse_groups(g, build.fusions)
+        return g, fusion(build.fusions)
     if lg is Logits.LAST and sq != 1:
         x = g.move(x, name="last_token", shape=(bt, 1, m.d_model), read_fraction=1 / sq)
     if m.tied_embeddings:
@@ -223,7 +248,7 @@ def forward_graph(m: TransformerShape, *, batch: object, seq: object,
         w = g.weight("W_lm", (m.d_model, m.vocab), bytes_per_value=m.weight_bytes)
         out = g.gemm(x, w, name="lm_head")
     g.output(out)
-    return fuse_groups(g, build.fusions)
+    return g, fusion(build.fusions)
 
 
 def _inputs_of_kind(g: Graph, kind: Kind) -> Iterator[tuple[Tensor, sp.Expr]]:

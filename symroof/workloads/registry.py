@@ -128,6 +128,10 @@ class Entry:
     arguments: Callable[[], tuple[object, ...]]
     model: bool = False
     numbers: tuple[str, ...] = ()
+    #: The pipeline's stages the builder may run (:mod:`symroof.passes.pipeline`), in
+    #: order; a graph's ``provenance.passes`` lists those it ran (``shard`` only on more
+    #: than one device, ``fuse`` only where the builder queued a fusion).
+    pipeline: tuple[str, ...] = ()
 
     @property
     def builder(self) -> Callable[..., Analysis]:
@@ -242,13 +246,13 @@ ENTRIES: Mapping[str, Entry] = MappingProxyType({e.name: e for e in (
           _BASIC, "conv2d", _conv_arguments),
     Entry("attention", "one attention layer's core over S tokens (--unfused to materialize "
           "the S x S matrices)", "symroof.workloads.attention", "attention",
-          _symbols("S", "D", "H")),
+          _symbols("S", "D", "H"), pipeline=("fuse",)),
     Entry("prefill", "forward over B x S prompt tokens (--model)", _MODEL, "prefill",
-          _symbols("B", "S"), model=True),
+          _symbols("B", "S"), model=True, pipeline=("fuse", "shard")),
     Entry("decode", "one decode step: B sequences attending to S positions (--model)", _MODEL,
-          "decode", _symbols("B", "S"), model=True),
+          "decode", _symbols("B", "S"), model=True, pipeline=("fuse", "shard")),
     Entry("training", "one training step over B x S tokens (--model)", _MODEL, "training",
-          _symbols("B", "S"), model=True),
+          _symbols("B", "S"), model=True, pipeline=("fuse", "backward", "optimizer_step")),
 )})
 
 

@@ -41,12 +41,15 @@ from symroof.options import (Causal, DecodeTraffic, ExpertReads, FlopCount, Late
                              option, renamed)
 from symroof.passes.backward import Backward, Saves
 from symroof.passes.optimizer import ADAM, Optimizer, OptimizerStep
-from symroof.passes.pipeline import Pipeline
+from symroof.passes.fuse import Fuse
+from symroof.passes.pipeline import Pass, Pipeline
+from symroof.passes.shard import Shard
 from symroof.workloads.attention import ElementwiseFlops, op_groups
-from symroof.workloads.layers import TransformerShape, forward_graph, weight_tensors
-from symroof.workloads.parallel import check_layout, shard_model_graph
+from symroof.workloads.layers import TransformerShape, forward, forward_graph, weight_tensors
+from symroof.workloads.parallel import check_layout
 
 __all__ = ["prefill", "decode", "training", "training_graph", "training_pipeline",
+           "serving_pipeline",
            "forward_graph", "weight_tensors", "ElementwiseFlops", "DECODE_TRAFFIC", "ADAM",
            "Optimizer"]
 
@@ -87,13 +90,12 @@ def prefill(model: TransformerShape, batch: object, seq: object, *,
     """
     m = _model(model, "prefill")
     t, p, mb = check_layout(m, tp=tp, pp=pp, microbatches=microbatches)
-    g = forward_graph(m, batch=_micro(batch, mb), seq=seq, causal=causal,
+    g, fuse = forward(m, batch=_micro(batch, mb), seq=seq, causal=causal,
                       fused=fused, unfused=unfused, logits=logits,
                       flops_per_element=flops_per_element, window_kernel=window_kernel,
                       window_span=window_span, expert_reads=expert_reads)
     sharded = t * p != 1
-    if sharded:
-        g = shard_model_graph(g, m, tp=t, pp=p, microbatches=mb)
+    g = serving_pipeline("prefill", fuse, tp=t, pp=p, microbatches=mb).apply(g)
     return analyze(g, flop_count=flop_count, ops=op_groups(ops),
                    traffic=MEMORY_KINDS if sharded else None,
                    tokens=_micro(batch, mb) * as_dim(seq, "seq"))
@@ -136,11 +138,11 @@ def decode(model: TransformerShape, batch: object, context: object | None = None
     kinds = DECODE_TRAFFIC[option(DecodeTraffic, traffic, "decode traffic")]
     m = _model(model, "decode")
     t, p, mb = check_layout(m, tp=tp, pp=pp, microbatches=microbatches)
-    g = forward_graph(m, batch=_micro(batch, mb), seq=1, context=ctx, decode=True,
+    g, fuse = forward(m, batch=_micro(batch, mb), seq=1, context=ctx, decode=True,
                       logits=logits, kv_write=kv_write, flops_per_element=flops_per_element,
                       window_span=window_span, latent=latent, expert_reads=expert_reads)
+    g = serving_pipeline("decode", fuse, tp=t, pp=p, microbatches=mb).apply(g)
     if t * p != 1:
-        g = shard_model_graph(g, m, tp=t, pp=p, microbatches=mb)
         kinds = kinds & MEMORY_KINDS
     return analyze(g, flop_count=flop_count, ops=op_groups(ops), traffic=kinds,
                    tokens=_micro(batch, mb))
@@ -165,6 +167,17 @@ def _past(past: object) -> sp.Expr:
     return as_dim(value, "past")
 
 
+def serving_pipeline(name: str, fuse: Fuse, *, tp: sp.Expr, pp: sp.Expr,
+                     microbatches: sp.Expr) -> Pipeline:
+    """A forward workload's passes: its builder's fusion, then (on more than one device)
+    one device's share with its communication. ``tp``, ``pp`` and ``microbatches`` are
+    a checked layout (:func:`check_layout`)."""
+    stages: tuple[Pass, ...] = (fuse,) if fuse.groups else ()
+    if tp * pp != 1:
+        stages += (Shard(tp, pp, microbatches),)
+    return Pipeline(name, stages)
+
+
 def training_pipeline(*, recompute: Recompute | bool | str = Recompute.FLASH,
                       optimizer: Optimizer | None = ADAM,
                       saves: dict[str, Saves] | None = None) -> Pipeline:
@@ -186,11 +199,13 @@ def training_graph(model: TransformerShape, batch: object, seq: object, *,
     """Forward over ``batch x seq`` tokens (with the model's dropouts), its backward pass
     under the ``recompute`` strategy, and an optimizer step."""
     m = _model(model, "training")
-    fwd = forward_graph(m, batch=batch, seq=seq, causal=causal, fused=fused,
+    fwd, fuse = forward(m, batch=batch, seq=seq, causal=causal, fused=fused,
                         logits=Logits.ALL, flops_per_element=flops_per_element,
                         name=f"{m.name}-train", window_kernel=window_kernel,
                         window_span=window_span, dropout=True)
-    return training_pipeline(recompute=recompute, optimizer=optimizer).apply(fwd)
+    after = training_pipeline(recompute=recompute, optimizer=optimizer)
+    stages = ((fuse,) if fuse.groups else ()) + after.stages
+    return Pipeline(after.name, stages).apply(fwd)
 
 
 @renamed(flops="flop_count")
