@@ -71,13 +71,19 @@ class Analysis(Rich):
 
     ``cost`` keeps every tensor kind; ``bytes`` and ``bytes_by_kind`` hold only the kinds
     the convention counts. ``tokens`` is how many tokens one run processes (for LM
-    workloads: B in a decode step, B*S in a prefill), or None.
+    workloads: B in a decode step, B*S in a prefill), or None. ``assumptions`` are what
+    the passes that made the graph assume (:func:`graph_assumptions`, read from its
+    provenance: their one source); left out, they are derived from the graph.
     """
 
     graph: Graph
     convention: Convention = Convention()
     tokens: sp.Expr | None = None
-    assumptions: tuple[str, ...] = ()
+    assumptions: tuple[str, ...] = None  # type: ignore[assignment]  # derived when left out
+
+    def __post_init__(self) -> None:
+        if self.assumptions is None:
+            object.__setattr__(self, "assumptions", graph_assumptions(self.graph))
 
     @cached_property
     def per_op(self) -> Mapping[str, Cost]:
@@ -179,7 +185,7 @@ class Analysis(Rich):
         if changes:
             raise SymroofError(f"with_convention: unknown option(s) {', '.join(changes)}; "
                                "expected flop_count, ops, traffic")
-        return Analysis(self.graph, conv, self.tokens, self.assumptions)
+        return Analysis(self.graph, conv, self.tokens)
 
     def subs(self, values: Mapping[sp.Symbol, object]) -> dict[str, sp.Expr]:
         """flops, bytes and intensity with ``values`` substituted (exact)."""
@@ -210,8 +216,7 @@ def analyze(graph: Graph, *, flop_count: FlopCount | str = FlopCount.TWO_PER_MAC
     conv = Convention(flop_count=flop_count,  # type: ignore[arg-type]
                       ops=frozenset(OpGroup) if ops is None else ops,  # type: ignore[arg-type]
                       traffic=MEMORY_KINDS if traffic is None else traffic)  # type: ignore[arg-type]
-    return Analysis(graph, conv, None if tokens is None else as_expr(tokens, "tokens"),
-                    assumptions=graph_assumptions(graph))
+    return Analysis(graph, conv, None if tokens is None else as_expr(tokens, "tokens"))
 
 
 def graph_assumptions(graph: Graph) -> tuple[str, ...]:

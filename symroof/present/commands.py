@@ -113,8 +113,8 @@ def derive_json(name: str, wl: Analysis, points: Iterable[Point | ServingRow], *
                            "intensity": str(wl.intensity), "rows": []}
     if request is not None:
         doc["request"] = request_doc(request)
-    if wl.graph.provenance.assumptions:
-        doc["assumptions"] = list(wl.graph.provenance.assumptions)
+    if wl.assumptions:
+        doc["assumptions"] = list(wl.assumptions)
     for row in points:
         p = row.point if isinstance(row, ServingRow) else row
         item: dict[str, Any] = {"subs": _subs(p.values), "flops": json_number(p.flops),
@@ -153,7 +153,7 @@ def derive_lines(name: str, wl: Analysis, points: Iterable[Point | ServingRow],
     yield f"{name}  ({to_text(wl.convention)})"
     for sym, expr in (("F", wl.flops), ("Q", wl.bytes), ("I", wl.intensity)):
         yield "  " + formula_line(sym, expr, fmt)
-    for note in wl.graph.provenance.assumptions:
+    for note in wl.assumptions:
         yield f"  assuming {note}"
     for row in points:
         p = row.point if isinstance(row, ServingRow) else row

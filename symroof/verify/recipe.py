@@ -591,7 +591,7 @@ def _passes(a: Analysis, s: Mapping[str, Any], ctx: Context, env: Mapping[str, A
     for key, stage in stages:
         g = _calling(f"{where}.{key}", Pipeline(f"claim {key}", (stage,)).apply, g)
     if g is not a.graph:
-        a = Analysis(g, conv, a.tokens, a.assumptions)
+        a = Analysis(g, conv, a.tokens)   # the new graph's assumptions (tiles divide)
     if s.get("convention"):
         a = _calling(f"{where}.convention", a.with_convention,
                      **_table(s["convention"], f"{where}.convention"))

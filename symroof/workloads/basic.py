@@ -99,7 +99,8 @@ def conv2d(batch: object, in_channels: object, height: object, width: object,
     f = g.weight("W", (k_, c_ * r_ * s_), bytes_per_value=b)
     col = g.move(x, name="im2col", shape=(c_ * r_ * s_, n_ * p_ * q_))
     g.output(g.gemm(f, col, name="Y"))
+    if assumptions:   # what the output sizes assume, in the graph's provenance
+        g.record(assumptions=(*g.provenance.assumptions, *assumptions))
     if low is Lowering.IMPLICIT:  # im2col on the fly: the lowering fused into the GEMM
         g = fuse(g, [{"im2col", "Y"}])
-    a = analyze(g, flop_count=flop_count)
-    return Analysis(a.graph, a.convention, None, a.assumptions + tuple(assumptions))
+    return analyze(g, flop_count=flop_count)

@@ -74,3 +74,28 @@ def test_a_claims_fuse_and_tile_are_extra_stages_in_the_pipelines_order():
     # given tile before fuse in the table, fusion still runs first
     assert both.graph.provenance.passes == ("fuse", "tile")
     assert plain.graph.provenance.passes == ()
+
+
+def test_assumptions_have_one_source_the_graphs_provenance(capsys):
+    """Analysis.assumptions is read from the graph (graph_assumptions), so a tiled copy
+    says its tiles divide, a changed convention keeps them, conv2d's output-size
+    assumptions travel in its graph, and ``symroof derive attention`` prints the fused
+    kernel's on-chip capacity condition."""
+    from symroof.analysis import graph_assumptions
+    from symroof.passes.tile import tile
+    from symroof.verify.recipe import Context, workload
+    from symroof.cli import main
+    _, att = _built("attention")
+    assert att.assumptions == graph_assumptions(att.graph) != ()
+    assert att.with_convention(flop_count="one_per_mac").assumptions == att.assumptions
+    ctx = Context(declared={"T": sp.Symbol("T", positive=True, integer=True)})
+    tiled = workload({"builder": "gemm", "args": ["M", "N", "K"], "tile": {"M": "T"}},
+                     ctx, {}, "claim 'x'.value.workload")
+    by_hand = tile(_built("gemm")[1].graph, {sp.Symbol("M", positive=True, integer=True):
+                                             sp.Symbol("T", positive=True, integer=True)})
+    assert tiled.assumptions == graph_assumptions(by_hand) != ()
+    conv = registry.get("conv2d").build(*registry.get("conv2d").arguments(), stride=2)
+    assert conv.assumptions == conv.graph.provenance.assumptions != ()
+    assert main(["derive", "attention"]) == 0
+    out = capsys.readouterr().out
+    assert "assuming fused pv+scores+softmax: on-chip memory holds a tile of" in out
