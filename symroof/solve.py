@@ -8,8 +8,11 @@ wall-clock and memory guard of :mod:`symroof.budget`; a BudgetError names the ca
 
 >>> from symroof.symbols import B, D, S, b
 >>> I = 2*B*(6*D + S)/(b*(B*S + 6*D))
->>> limit(I, B)
-(12*D/S + 2)/b
+>>> limit(I, B)                       # algebra: the cancelled form
+(12*D + 2*S)/(S*b)
+>>> from symroof import text
+>>> text(limit(I, B))                 # printed in the textbook's order
+'(12*D/S + 2)/b'
 >>> [c.value for c in crossover(2*B*S*D, 12*D**2, B)]
 [6*D/S]
 """
@@ -24,7 +27,7 @@ import sympy as sp
 from symroof.analysis import Analysis
 from symroof.budget import (check_expr, current, degree_bound, guarded, light, note,
                             substitute)
-from symroof.display import display, positive_denominator
+from symroof.display import positive_denominator
 from symroof.errors import SymroofError
 from symroof.evaluate import Roofline, roofline
 from symroof.hardware import HardwareSpec
@@ -106,8 +109,10 @@ def _leading_term(e: sp.Expr, v: sp.Symbol, to: object) -> sp.Expr:
 def limit(expr: object, var: sp.Symbol, to: object = sp.oo) -> sp.Expr:
     """The limit of a rational function of ``var`` from its leading terms.
 
-    A non-rational expression falls back to ``sympy.limit``. A finite result comes in
-    display form (equal to the cancelled one; ``symroof.text`` prints it).
+    A non-rational expression falls back to ``sympy.limit``. The result is algebra: a
+    finite leading term comes cancelled (``(12*D + 2*S)/(S*b)``); the printers
+    (``symroof.text``, ``symroof.latex``, ``symroof.display``) write it in the
+    textbook's order, ``(12*D/S + 2)/b``.
     """
     e, v = as_expr(expr, "limit"), _symbol(var, "limit")
     point = as_expr(to, "limit to")
@@ -121,7 +126,7 @@ def limit(expr: object, var: sp.Symbol, to: object = sp.oo) -> sp.Expr:
     _checked(e, "limit")
     value, shown = guarded(f"limit of {_short(e)} as {v} -> {point}", _limit, e, v, point,
                            unguarded=point in (sp.oo, 0) and _quick(e, v))
-    return display(value) if shown else value
+    return sp.cancel(value) if shown else value
 
 
 def _limit(e: sp.Expr, v: sp.Symbol, to: sp.Expr) -> tuple[sp.Expr, bool]:
