@@ -28,6 +28,7 @@ from sympy.printing.latex import LatexPrinter
 
 from symroof import budget
 from symroof.errors import SymroofError
+from symroof.display import display
 from symroof.symbols import CANONICAL
 
 __all__ = ["Names", "Usage", "Step", "expand_names", "rewrite", "usage", "check_used",
@@ -300,6 +301,8 @@ def ordered(expr: sp.Expr, names: Iterable[sp.Symbol] = (),
     """
     ns = list(names)
     key = _symbol_key(ns, order)
+    if isinstance(expr, sp.Expr) and not expr.free_symbols & set(ns):
+        expr = display(expr)   # no name to put first: the textbook's shape (12*D/S + 2)/b
     return _ordered(expr, set(ns), key)
 
 

@@ -72,3 +72,9 @@ def test_a_formula_keeps_its_symbols_and_bad_values_are_named():
         quantity(1, "B", style="rtf")
     with pytest.raises(SymroofError, match="not a finite real number"):
         quantity(float("nan"), "B")
+
+
+def test_a_value_beyond_a_float_is_written_from_its_exact_digits():
+    """A time of 10**400 s (a fuzzed --set M=1e300) prints as its digits, never 'inf s'."""
+    assert quantity(sp.Integer(10)**400 * 3, "s") == "3.0000e+400 s"
+    assert quantity(sp.Rational(1, 10**400), "B") == "1.0000e-400 B"
