@@ -14,7 +14,7 @@ from symroof.cli.common import number_arg
 from symroof.errors import SymroofError
 from symroof.files import write_text
 from symroof.plan import Draft, Plan, plan
-from symroof.plan.core import Config, plan_from_files
+from symroof.plan.core import plan_from_files
 from symroof.plan.inputs import DecodeContext, Mode
 from symroof.plan.search import EXECUTORS
 from symroof.plan.text import document, lines
@@ -164,14 +164,11 @@ def _plan(args: argparse.Namespace) -> Plan:
 
 
 def chart(p: Plan) -> CurveChart:
-    """The Pareto front, one curve per chip (tokens/s per user against tokens/s per
-    chip, log axes), the best of each chip marked."""
-    by_chip: dict[str, list[Config]] = {}
-    for c in p.front:
-        by_chip.setdefault(c.layout.chip, []).append(c)
+    """The Pareto front of each chip, one curve per chip (tokens/s per user against tokens/s per
+    chip; log axes where the values span a decade), the best of each chip marked."""
     series, marks = [], []
-    for chip, cs in by_chip.items():
-        cs = sorted(cs, key=lambda c: c.tokens_per_user)
+    for chip, front in p.front_per_chip:
+        cs = sorted(front, key=lambda c: c.tokens_per_user)
         if len(cs) >= 2:
             series.append((f"{chip} front", [c.tokens_per_user for c in cs],
                            [c.tokens_per_chip for c in cs]))
@@ -187,8 +184,11 @@ def chart(p: Plan) -> CurveChart:
             x, y = pts[0] if pts else (1.0, 1.0)
             pts = [(x * 0.999, y), (x * 1.001, y)]
         series.append(("front", [x for x, _ in pts], [y for _, y in pts]))
+    xs = [x for _, sx, _ in series for x in sx]
+    ys = [y for _, _, sy in series for y in sy]
     return CurveChart(f"{p.model}: Pareto front", "tokens/s per user", "tokens/s per chip",
-                      series, marks=marks)
+                      series, marks=marks, log_x=max(xs) > 10 * min(xs),
+                      log_y=max(ys) > 10 * min(ys))  # log axes only over a decade or more
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:

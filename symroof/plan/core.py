@@ -97,6 +97,7 @@ class Plan:
     best: Config | None
     best_per_chip: tuple[Config, ...]
     front: tuple[Config, ...]
+    front_per_chip: tuple[tuple[str, tuple[Config, ...]], ...]   # each chip's own front
     closest: Config | None
     shortfall: tuple[str, float] | None   # the closest's binding objective and its ratio
     binding: Binding | None               # for the best (else the closest) configuration
@@ -283,11 +284,15 @@ def _assemble(m: TransformerModel, traffic: Traffic, obj: Objectives, ld: Load, 
     for c in sorted(meeting, key=_rank):
         per_chip.setdefault(c.layout.chip, c)
     rows = [(r.layout, row) for r in results for row in r.front]
-    front: list[Config] = []
-    if rows:
-        table = np.array([[*row, i] for i, row in rows])
-        kept_rows = pareto(table)
-        front = [config(int(r[-1]), tuple(r[:-1])) for r in kept_rows]
+    def front_of(chosen: list[tuple[int, tuple[float, ...]]]) -> tuple[Config, ...]:
+        if not chosen:
+            return ()
+        table = np.array([[*row, i] for i, row in chosen])
+        return tuple(config(int(r[-1]), tuple(r[:-1])) for r in pareto(table))
+
+    front = front_of(rows)
+    per_chip_front = tuple((o.chip.name, f) for o in offers if (f := front_of(
+        [(i, row) for i, row in rows if fs[i].layout.chip == o.chip.name])))
     closest = shortfall = None
     if best is None and results:
         r = min(results, key=lambda x: x.closest_ratio)
@@ -300,7 +305,7 @@ def _assemble(m: TransformerModel, traffic: Traffic, obj: Objectives, ld: Load, 
         bind = binding(f, obj, ld, svc, by_chip[chosen.layout.chip])
     return Plan(m.name, traffic, obj, ld, svc, offers, currency, tuple(kept), tuple(pruned),
                 sum(r.points for r in results), sum(r.meeting for r in results), best,
-                tuple(per_chip.values()), tuple(front), closest, shortfall, bind, fs)
+                tuple(per_chip.values()), front, per_chip_front, closest, shortfall, bind, fs)
 
 
 def plan_from_files(prices_path: str | None, chip_names: Sequence[str]

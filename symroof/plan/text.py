@@ -189,6 +189,7 @@ def document(p: Plan) -> dict[str, Any]:
         "best": None if p.best is None else _config_doc(p.best),
         "best_per_chip": [_config_doc(c) for c in p.best_per_chip],
         "front": [_config_doc(c) for c in p.front],
+        "front_per_chip": {chip: [_config_doc(c) for c in f] for chip, f in p.front_per_chip},
         "closest": None if p.closest is None else _config_doc(p.closest),
         "shortfall": None if p.shortfall is None else
         {"objective": p.shortfall[0], "ratio": _finite(p.shortfall[1])},
