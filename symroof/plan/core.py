@@ -291,8 +291,10 @@ def _assemble(m: TransformerModel, traffic: Traffic, obj: Objectives, ld: Load, 
         return tuple(config(int(r[-1]), tuple(r[:-1])) for r in pareto(table))
 
     front = front_of(rows)
-    per_chip_front = tuple((o.chip.name, f) for o in offers if (f := front_of(
-        [(i, row) for i, row in rows if fs[i].layout.chip == o.chip.name])))
+    chip_fronts = ((o.chip.name, front_of([(i, row) for i, row in rows
+                                           if fs[i].layout.chip == o.chip.name]))
+                   for o in offers)
+    per_chip_front = tuple((chip, cf) for chip, cf in chip_fronts if cf)
     closest = shortfall = None
     if best is None and results:
         r = min(results, key=lambda x: x.closest_ratio)
