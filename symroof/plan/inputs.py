@@ -4,12 +4,12 @@ load and the model of the service, each checked when made (an impossible value i
 
 >>> Traffic.of([(2000, 500)]).final_context
 2500
->>> Objectives(itl_s=0.05, tokens_per_user=25).step_s    # 1/25 s is the tighter
-0.04
+>>> Traffic.of([(1000, 300), (4000, 200, 0.25)]).mean_output    # weights are shares
+280.0
 >>> Load(users=-3)
 Traceback (most recent call last):
 ...
-symroof.errors.SymroofError: load users: expected a positive number, got -3
+symroof.errors.SymroofError: load users: expected a positive integer, got -3
 """
 
 from __future__ import annotations
@@ -125,21 +125,6 @@ class Objectives:
             v = getattr(self, name)
             if v is not None:
                 _positive(v, f"objectives {name}")
-
-    @property
-    def step_s(self) -> float | None:
-        """The longest decode step allowed: min(ITL, 1/tokens per user)."""
-        found = [x for x in (self.itl_s, None if self.tokens_per_user is None
-                             else 1 / self.tokens_per_user) if x is not None]
-        return min(found) if found else None
-
-    @property
-    def step_from(self) -> str:
-        """Which objective sets :attr:`step_s`."""
-        if self.tokens_per_user is not None and (
-                self.itl_s is None or 1 / self.tokens_per_user < self.itl_s):
-            return f"tokens/s per user >= {self.tokens_per_user:g}"
-        return f"ITL <= {self.itl_s * 1e3:g} ms" if self.itl_s is not None else "none"
 
 
 @dataclass(frozen=True)
