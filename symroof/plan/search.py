@@ -26,9 +26,9 @@ disaggregated (users' requests arrive at ``users / (O u)`` per second).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -95,35 +95,36 @@ class BlockResult:
 
 
 def figures(blk: Block, batch: np.ndarray, context: np.ndarray,
-            step: np.ndarray) -> dict[str, np.ndarray]:
+            step: np.ndarray) -> dict[str, Any]:
     """Every serving figure and shortfall ratio from the step time (the module
-    docstring's formulas); shared by the compiled path and the hand-written check."""
+    docstring's formulas); shared by the compiled path and the hand-written check.
+    A ratio over 1 misses its objective; the TTFT's is one number for the block."""
     n, p, o = float(blk.devices), blk.prefill_s, blk.mean_output
-    user = step + batch * p / o if blk.colocated else step
+    user = step + batch * (p / o) if blk.colocated else step
     per_user = 1.0 / user
     if blk.colocated:
         per_chip = batch / (user * n)
     else:
         rate = batch / step
-        per_chip = rate / (n * (1.0 + rate * p / o))
+        per_chip = rate / (n * (1.0 + rate * (p / o)))
     if blk.users is not None:
         chips = np.ceil(blk.users / batch) * n
-        arrivals = blk.users * per_user / o
+        arrivals: Any = blk.users * per_user / o
     else:
         assert blk.requests_per_s is not None  # a load is one or the other
-        arrivals = np.full_like(per_chip, blk.requests_per_s)
+        arrivals = blk.requests_per_s
         replica = (batch / user) if blk.colocated else (batch / step)
-        chips = np.ceil(blk.requests_per_s * o / replica * (1 - 1e-12)) * n
+        chips = np.ceil((blk.requests_per_s * o * (1 - 1e-12)) / replica) * n
     if not blk.colocated:
         chips = chips + np.ceil(arrivals * p * (1 - 1e-12)) * n
     ttft, itl, tpu = blk.objectives
-    ratios = {
-        "ttft": np.full_like(step, 0.0 if ttft is None else blk.ttft_s / ttft),
-        "itl": np.zeros_like(step) if itl is None else step / itl,
-        "tokens_per_user": np.zeros_like(step) if tpu is None else tpu / per_user,
-        "memory": batch * context / blk.tokens_limit if blk.tokens_limit > 0
-        else np.full_like(step, np.inf),
-        "chips": chips / blk.available,
+    ratios: dict[str, Any] = {
+        "ttft": 0.0 if ttft is None else blk.ttft_s / ttft,
+        "itl": 0.0 if itl is None else step * (1 / itl),
+        "tokens_per_user": 0.0 if tpu is None else user * tpu,
+        "memory": batch * context * (1 / blk.tokens_limit) if blk.tokens_limit > 0
+        else np.inf,
+        "chips": chips * (1 / blk.available),
     }
     return {"step_s": step, "tokens_per_user": per_user, "tokens_per_chip": per_chip,
             "chips": chips, **{f"ratio_{k}": v for k, v in ratios.items()}}
@@ -136,12 +137,9 @@ def pareto(rows: np.ndarray) -> np.ndarray:
         return rows
     u, c = rows[:, 3], rows[:, 4]
     order = np.lexsort((-c, -u))  # per user descending, then per chip descending
-    kept, best = [], -np.inf
-    for i in order:
-        if c[i] > best:
-            kept.append(i)
-            best = c[i]
-    return rows[np.array(kept)]
+    seen = np.maximum.accumulate(c[order])  # the most per chip at as much per user or more
+    kept = np.concatenate([[True], c[order][1:] > seen[:-1]])
+    return rows[order[kept]]
 
 
 #: Rows of a block's front kept at most (evenly spaced; the ends always).
@@ -160,31 +158,36 @@ def reduce_block(blk: Block, batch: np.ndarray, context: np.ndarray,
     """The reductions of a block (see :class:`BlockResult`) from its step times."""
     f = figures(blk, batch, context, step)
     shape = step.shape
-    cols = np.stack([np.broadcast_to(batch, shape).ravel(),
-                     np.broadcast_to(context, shape).ravel(), step.ravel(),
-                     f["tokens_per_user"].ravel(), f["tokens_per_chip"].ravel(),
-                     f["chips"].ravel()], axis=1)
-    ratios = np.stack([f[f"ratio_{k}"].ravel() for k in OBJECTIVES], axis=1)
-    worst = ratios.max(axis=1)
-    ok = worst <= 1 + 1e-12
-    meeting = int(ok.sum())
+    worst = np.zeros(shape)
+    for k in OBJECTIVES:  # the largest ratio per point, without stacking them
+        worst = np.maximum(worst, f[f"ratio_{k}"])
+    ok = (worst <= 1 + 1e-12).ravel()
+
+    def cols(sel: Any) -> np.ndarray:
+        return np.stack([np.broadcast_to(x, shape).ravel()[sel] for x in
+                         (batch, context, step, f["tokens_per_user"], f["tokens_per_chip"],
+                          f["chips"])], axis=-1)
+
+    good = cols(np.flatnonzero(ok))
     best = None
-    if meeting:
-        good = cols[ok]
+    if len(good):
         key = np.lexsort((good[:, 3], -good[:, 5], good[:, 4]))  # per chip, fewer chips, per user
         best = tuple(float(x) for x in good[key[-1]])
     i = int(np.argmin(worst))
-    return BlockResult(blk.layout, blk.points, meeting, best,
-                       tuple(tuple(float(x) for x in r) for r in _thin(pareto(cols[ok]))),
-                       tuple(float(x) for x in cols[i]), float(worst[i]),
-                       OBJECTIVES[int(np.argmax(ratios[i]))])
+    at = [float(np.broadcast_to(f[f"ratio_{k}"], shape).ravel()[i]) for k in OBJECTIVES]
+    return BlockResult(blk.layout, blk.points, len(good), best,
+                       tuple(tuple(float(x) for x in r) for r in _thin(pareto(good))),
+                       tuple(float(x) for x in cols(i)), float(worst.ravel()[i]),
+                       OBJECTIVES[int(np.argmax(at))])
 
 
-def evaluate_block(blk: Block) -> BlockResult:
-    """One block on the compiled path (see the module docstring)."""
+def evaluate_block(blk: Block, fn: Any = None) -> BlockResult:
+    """One block on the compiled path (see the module docstring); ``fn`` is the step
+    formula's compiled function where the caller has it."""
     batch = np.arange(blk.batch_lo, blk.batch_hi + 1, dtype=np.float64)[:, None]
     context = np.asarray(blk.contexts, dtype=np.float64)[None, :]
-    fn = function((blk.step,), (B, S))
+    if fn is None:
+        fn = function((blk.step,), (B, S))
     with np.errstate(all="ignore"):
         (step,) = fn(batch, context)
     step = np.broadcast_to(np.asarray(step, dtype=np.float64),
@@ -205,8 +208,6 @@ def split(blk: Block, points: int) -> list[Block]:
 
 
 def _replace(blk: Block, lo: int, hi: int) -> Block:
-    from dataclasses import replace  # a small helper, kept local
-
     return replace(blk, batch_lo=lo, batch_hi=hi)
 
 
@@ -224,11 +225,40 @@ def _client(scheduler: str, timeout: float) -> Any:
                            ) from None
 
 
+#: Step formulas of the blocks a worker process runs, by key (set once per process:
+#: unpickling a SymPy formula costs tens of milliseconds, so it travels once, not per block).
+_FORMULAS: dict[int, sp.Expr] = {}
+
+
+def _install(table: dict[int, sp.Expr]) -> None:
+    _FORMULAS.update(table)
+
+
+def _evaluate_keyed(item: tuple[int, Block]) -> BlockResult:
+    key, blk = item
+    return evaluate_block(replace(blk, step=_FORMULAS[key]))
+
+
+def _evaluate_with(blk: Block, fn: Any) -> BlockResult:
+    """A block with its step formula's compiled function (shipped by value)."""
+    return evaluate_block(blk, fn)
+
+
+def _stripped(blocks: Sequence[Block]) -> tuple[dict[int, sp.Expr], list[tuple[int, Block]]]:
+    """The blocks' formulas once each, and the blocks without them (keyed)."""
+    keys: dict[sp.Expr, int] = {}
+    items = []
+    for b in blocks:
+        k = keys.setdefault(b.step, len(keys))
+        items.append((k, replace(b, step=sp.Integer(0))))
+    return {k: e for e, k in keys.items()}, items
+
+
 def run_blocks(blocks: Sequence[Block], *, executor: str = "serial", workers: int | None = None,
-               scheduler: str | None = None, timeout: float = 10.0,
-               evaluate: Callable[[Block], BlockResult] = evaluate_block) -> list[BlockResult]:
+               scheduler: str | None = None, timeout: float = 10.0) -> list[BlockResult]:
     """Every block's reductions, in order, on ``executor`` (:data:`EXECUTORS`; a
-    ``scheduler`` address means Dask)."""
+    ``scheduler`` address means Dask). Worker processes get each step formula once (then
+    the blocks without it); Dask workers get its compiled function with each block."""
     if scheduler is not None:
         executor = "dask"
     if executor not in EXECUTORS:
@@ -236,19 +266,24 @@ def run_blocks(blocks: Sequence[Block], *, executor: str = "serial", workers: in
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise SymroofError(f"workers: expected a positive integer, got {workers!r}")
     if executor == "serial" or not blocks:
-        return [evaluate(b) for b in blocks]
+        return [evaluate_block(b) for b in blocks]
     if executor == "threads":
         with ThreadPoolExecutor(workers) as pool:
-            return list(pool.map(evaluate, blocks))
+            return list(pool.map(evaluate_block, blocks))
     if executor == "processes":
-        with ProcessPoolExecutor(workers) as pool:
-            return list(pool.map(evaluate, blocks, chunksize=max(1, math.ceil(
-                len(blocks) / (4 * (workers or 2))))))
+        table, items = _stripped(blocks)
+        with ProcessPoolExecutor(workers, initializer=_install, initargs=(table,)) as pool:
+            return list(pool.map(_evaluate_keyed, items, chunksize=max(1, math.ceil(
+                len(items) / (4 * (workers or 2))))))
     if scheduler is None:
         raise SymroofError("executor dask: give the scheduler's address (--scheduler)")
     client = _client(scheduler, timeout)
-    try:
-        futures = client.map(evaluate, list(blocks), pure=False)
+    try:  # the compiled functions travel by value with each task (cloudpickle, a few kB;
+        # a SymPy formula takes tens of ms to unpickle, and broadcasting costs more still)
+        table, items = _stripped(blocks)
+        compiled = {k: function((e,), (B, S)) for k, e in table.items()}
+        futures = client.map(_evaluate_with, [b for _, b in items],
+                             [compiled[k] for k, _ in items], pure=False)
         return list(client.gather(futures))
     finally:
         client.close()
