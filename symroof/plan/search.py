@@ -18,7 +18,8 @@ prefill ``p`` per request, ``O`` output tokens per request on average):
 - disaggregated (prefills on replicas of their own, same layout): ``u = t``; tokens/s per
   chip ``(B/t) / (n (1 + (B/t) p / O))``, the prefill replicas' share counted.
 
-Chips for the load: ``ceil(users / B)`` decode replicas (requests/s: the replicas whose
+Chips for the load: ``ceil(users / B)`` decode replicas (each then holds
+``ceil(users / replicas)`` sequences, the batch its figures are taken at) (requests/s: the replicas whose
 output rate covers ``rate x O``), plus ``ceil(rate x p)`` prefill replicas when
 disaggregated (users' requests arrive at ``users / (O u)`` per second).
 """
@@ -185,6 +186,8 @@ def evaluate_block(blk: Block, fn: Any = None) -> BlockResult:
     """One block on the compiled path (see the module docstring); ``fn`` is the step
     formula's compiled function where the caller has it."""
     batch = np.arange(blk.batch_lo, blk.batch_hi + 1, dtype=np.float64)[:, None]
+    if blk.users is not None:  # users spread evenly: ceil(users / B) replicas hold fewer
+        batch = np.ceil(blk.users / np.ceil(blk.users / batch))
     context = np.asarray(blk.contexts, dtype=np.float64)[None, :]
     if fn is None:
         fn = function((blk.step,), (B, S))

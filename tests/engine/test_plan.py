@@ -217,3 +217,15 @@ def test_executors_agree(small):
 def test_impossible_input_names_the_field(call, field):
     with pytest.raises(SymroofError, match=re.escape(field)):
         call()
+
+
+def test_users_fill_their_replicas_evenly():
+    # 100 users: a configuration's batch is what each replica really holds (ceil(100/r)),
+    # never more sequences than the users bring
+    p = plan("llama-3-8b", {"a100-80gb": 8}, workload=[(1000, 200)],
+             objectives={"itl_s": 0.05}, load={"users": 100}, tp=(1, 2), pp=(1,))
+    assert p.front and p.best is not None
+    for c in (*p.front, p.best):
+        replicas = c.chips // c.layout.devices
+        assert c.batch == math.ceil(100 / replicas) and c.batch * replicas >= 100
+        assert c.chips <= 8
