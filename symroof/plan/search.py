@@ -109,14 +109,17 @@ def figures(blk: Block, batch: np.ndarray, context: np.ndarray,
         rate = batch / step
         per_chip = rate / (n * (1.0 + rate * (p / o)))
     if blk.users is not None:
+        exact = blk.users / batch * n
         chips = np.ceil(blk.users / batch) * n
         arrivals: Any = blk.users * per_user / o
     else:
         assert blk.requests_per_s is not None  # a load is one or the other
         arrivals = blk.requests_per_s
         replica = (batch / user) if blk.colocated else (batch / step)
+        exact = blk.requests_per_s * o / replica * n
         chips = np.ceil((blk.requests_per_s * o * (1 - 1e-12)) / replica) * n
     if not blk.colocated:
+        exact = exact + arrivals * p * n
         chips = chips + np.ceil(arrivals * p * (1 - 1e-12)) * n
     ttft, itl, tpu = blk.objectives
     ratios: dict[str, Any] = {
@@ -125,7 +128,10 @@ def figures(blk: Block, batch: np.ndarray, context: np.ndarray,
         "tokens_per_user": 0.0 if tpu is None else user * tpu,
         "memory": batch * context * (1 / blk.tokens_limit) if blk.tokens_limit > 0
         else np.inf,
-        "chips": chips * (1 / blk.available),
+        # whole replicas decide whether it fits; where they do not, the shortfall is the
+        # fraction of the load's chips on offer (2.4 of 4 needed beyond them: 1.6x)
+        "chips": np.where(chips <= blk.available, chips * (1 / blk.available),
+                          np.maximum(exact * (1 / blk.available), 1 + 1e-9)),
     }
     return {"step_s": step, "tokens_per_user": per_user, "tokens_per_chip": per_chip,
             "chips": chips, **{f"ratio_{k}": v for k, v in ratios.items()}}

@@ -36,7 +36,7 @@ def describe(c: Config, currency: str | None = None) -> str:
     """One configuration on one line."""
     cost = "" if c.cost_per_million is None else \
         f", {c.cost_per_million:.3g} {currency or ''}/M tokens".replace(" /M", "/M")
-    return (f"{c.layout}  B={c.batch}  {c.chips} chips ({c.replicas:g} replica{'' if c.replicas == 1 else 's'}): "
+    return (f"{c.layout}  B={c.batch}  {c.chips} chip{'' if c.chips == 1 else 's'} ({c.replicas:g} replica{'' if c.replicas == 1 else 's'}): "
             f"{c.tokens_per_user:.3g} tok/s/user (ITL {_ms(c.step_s)}), "
             f"{c.tokens_per_chip:.4g} tok/s/chip, TTFT {_ms(c.ttft_s)}, "
             f"memory {_gb(c.memory_bytes)}/{_gb(c.usable_bytes)} per device{cost}")
