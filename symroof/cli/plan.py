@@ -15,7 +15,7 @@ from symroof.errors import SymroofError
 from symroof.files import write_text
 from symroof.plan import Draft, Plan, plan
 from symroof.plan.core import plan_from_files
-from symroof.plan.inputs import DecodeContext, Mode
+from symroof.plan.inputs import DecodeContext, Mode, numerics_name
 from symroof.plan.search import EXECUTORS
 from symroof.plan.text import document, lines
 from symroof.present.charts import CurveChart, curve_pgfplots, curve_svg
@@ -172,11 +172,19 @@ def chart(p: Plan) -> CurveChart:
         if len(cs) >= 2:
             series.append((f"{chip} front", [c.tokens_per_user for c in cs],
                            [c.tokens_per_chip for c in cs]))
+            for c in cs:  # a short front's points, each named; a long one's as dots
+                if c in p.best_per_chip:
+                    continue
+                name = f"tp{c.layout.tp} pp{c.layout.pp} {numerics_name(c.layout.numerics)} " \
+                    f"B={c.batch}" if len(cs) <= 6 else ""
+                if len(cs) <= 40:
+                    marks.append((name, c.tokens_per_user, c.tokens_per_chip))
         elif cs[0] not in p.best_per_chip:
             marks.append((f"{chip} B={cs[0].batch}", cs[0].tokens_per_user,
                           cs[0].tokens_per_chip))
     for c in p.best_per_chip:
-        marks.append((f"best {c.layout.chip} tp{c.layout.tp} pp{c.layout.pp} B={c.batch}",
+        marks.append((f"best {c.layout.chip} tp{c.layout.tp} pp{c.layout.pp} "
+                      f"{numerics_name(c.layout.numerics)} B={c.batch}",
                       c.tokens_per_user, c.tokens_per_chip))
     if not series:  # a chart needs a curve: the marks joined, or a flat stub
         pts = sorted((m[1], m[2]) for m in marks)
