@@ -293,6 +293,12 @@ def run_blocks(blocks: Sequence[Block], *, executor: str = "serial", workers: in
         compiled = {k: function((e,), (B, S)) for k, e in table.items()}
         futures = client.map(_evaluate_with, [b for _, b in items],
                              [compiled[k] for k, _ in items], pure=False)
-        return list(client.gather(futures))
+        try:
+            return list(client.gather(futures))
+        except Exception as err:  # a failure on the cluster: one line, not its traceback
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            raise SymroofError(f"scheduler {scheduler}: the cluster could not run the plan's "
+                               f"blocks ({type(err).__name__}: {first}); its workers need "
+                               "this symroof, with the dask extra") from None
     finally:
         client.close()
