@@ -59,8 +59,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--acceptance", default="0.7", metavar="A",
                    help="probability each drafted token is accepted (default 0.7)")
     p.add_argument("--mode", default="colocated", choices=[m.value for m in Mode],
-                   help="prefill on the decode chips (colocated, default) or on chips of its "
-                   "own (disaggregated)")
+                   help="prefill on the decode chips between steps (colocated, default), on "
+                   "chips of its own (disaggregated), or in chunks inside every decode step "
+                   "(chunked)")
     p.add_argument("--decode-context", dest="decode_context", default="final",
                    choices=[d.value for d in DecodeContext],
                    help="the cache a decode step reads: final (prompt + output, default) or "

@@ -167,8 +167,10 @@ def _block(i: int, f: Formulas, offer: Offer, traffic: Traffic, objectives: Obje
     top = max(1, min(max_batch, f.memory.batch(f.context)))
     if load.users is not None:  # a replica never holds more sequences than there are users
         top = max(1, min(top, int(load.users)))
-    return Block(i, f.step_bs, 1, top, (f.context,), f.layout.devices, float(f.prefill_s),
-                 traffic.mean_output, service.mode == Mode.COLOCATED, float(f.memory.tokens),
+    return Block(i, f.step_bs, 1, top, (f.context,), f.layout.devices,
+                 0.0 if f.chunked else float(f.prefill_s),  # chunked: inside the step
+                 traffic.mean_output, service.mode != Mode.DISAGGREGATED,
+                 float(f.memory.tokens),
                  float(f.ttft), (objectives.ttft_s, objectives.itl_s, objectives.tokens_per_user),
                  load.users, load.requests_per_s, offer.count, offer.price_per_hour)
 
@@ -201,7 +203,7 @@ def binding(f: Formulas, objectives: Objectives, load: Load, service: Service,
             b_itl = lim_itl.at(TAU, objectives.itl_s).batch
         if objectives.tokens_per_user is not None:
             user = f.step + B * f.prefill_s / sp.Rational(str(f.mean_output)) \
-                if service.mode == Mode.COLOCATED else f.step
+                if service.mode == Mode.COLOCATED else f.step  # chunked: t(B) holds them
             lim_user = itl_limit(user, TAU)
             b_user = lim_user.at(TAU, sp.Rational(1) / sp.Rational(
                 str(objectives.tokens_per_user))).batch

@@ -152,6 +152,7 @@ class Mode(StrEnum):
 
     COLOCATED = "colocated"          # on the decode replicas, between decode steps
     DISAGGREGATED = "disaggregated"  # on replicas of their own (same chip and layout)
+    CHUNKED = "chunked"              # in chunks riding every decode step (one roofline each)
 
 
 class DecodeContext(StrEnum):
@@ -165,7 +166,7 @@ class DecodeContext(StrEnum):
 IGNORED = (
     "queueing and scheduling: TTFT is one prompt's prefill on an idle replica",
     "prefill-decode interference in ITL: a decode step's time is its own (colocated "
-    "prefills lower the throughput, not the ITL checked)",
+    "prefills lower the throughput, not the ITL checked; chunked prefill puts them in it)",
     "the KV-cache transfer between prefill and decode replicas (disaggregated)",
     "activations and runtime buffers beside weights and KV cache (see reserve)",
     "pipeline bubbles beyond one micro-batch per step (pp stages run one after another)",
@@ -194,7 +195,7 @@ class Service:
         try:
             Mode(self.mode), DecodeContext(self.decode_context)
         except ValueError as err:
-            raise SymroofError(f"service: {err}; modes: colocated, disaggregated; decode "
+            raise SymroofError(f"service: {err}; modes: colocated, disaggregated, chunked; decode "
                                "contexts: final, mean") from None
 
 

@@ -23,9 +23,10 @@ import sympy as sp
 from symroof.errors import SymroofError
 from symroof.evaluate import Roofline, roofline
 from symroof.models import TransformerModel
+from symroof.ir import Kind
 from symroof.options import ExpertReads, Logits
 from symroof.plan.closed import MemoryLimit, memory_limit
-from symroof.plan.inputs import (DecodeContext, Draft, Offer, Service, Traffic,
+from symroof.plan.inputs import (DecodeContext, Draft, Mode, Offer, Service, Traffic,
                                  numerics_name)
 from symroof.precision import Numerics
 from symroof.serving import _verify_pass, expected_tokens  # the verification pass: one definition
@@ -84,6 +85,7 @@ class Formulas:
     memory: MemoryLimit
     mean_output: float           # output tokens per request, averaged over the traffic
     tokens_per_round: sp.Expr = sp.Integer(1)   # speculative: expected tokens per target pass
+    chunked: bool = False        # the step carries its share of the prefills (Mode.CHUNKED)
 
 
 def step_time(r: Roofline, service: Service) -> sp.Expr:
@@ -128,7 +130,7 @@ def layouts(model: TransformerModel, offers: Sequence[Offer], precisions: Sequen
                         continue  # more chips than are on offer
                     for er in (expert_reads if _is_moe(model) else (ExpertReads.ALL,)):
                         for spec_on in ((False, True) if draft is not None and p == 1
-                                        else (False,)):
+                                        and service.mode != Mode.CHUNKED else (False,)):
                             lay = Layout(spec.name, t, p, n, er, spec_on)
                             try:
                                 spec.peak(str(n.peak))
@@ -187,8 +189,34 @@ def formulas(model: TransformerModel, lay: Layout, offer: Offer, traffic: Traffi
     ttft = pre_s.xreplace({S: traffic.longest_prompt})
     mean = sp.Add(*(sp.Rational(w.numerator, w.denominator) * pre_s.xreplace({S: p})
                     for p, _, w in traffic.classes))
+    chunked = service.mode == Mode.CHUNKED
+    if chunked:
+        step_bs = _chunked_step(r, pr, pre.cost.bytes_by_kind.get(Kind.WEIGHT, sp.Integer(0)),
+                                traffic, service)
     return Formulas(lay, context, step_bs.xreplace({S: context}), step_bs, ttft, mean, mem,
-                    traffic.mean_output, tokens)
+                    traffic.mean_output, tokens, chunked)
+
+
+def _chunked_step(r: Roofline, pr: Roofline, pre_weights: sp.Expr, traffic: Traffic,
+                  service: Service) -> sp.Expr:
+    """A decode step that carries its share of the prefills: ``B/O`` requests' prompts
+    per step (each step yields B tokens; a request wants O), as one roofline, so the
+    prompts' FLOPs fill the memory-bound step and their weights are the step's own:
+    ``pp (max((F_d + (B/O) F_p)/(peak e_c), (Q_d + (B/O) (Q_p - W_p))/(bw e_b)) +
+    (link_d + (B/O) link_p)/e_b)``, prompt figures averaged over the traffic."""
+    ec = sp.Rational(str(service.compute_efficiency))
+    eb = sp.Rational(str(service.bandwidth_efficiency))
+
+    def mean(x: sp.Expr) -> sp.Expr:
+        return sp.Add(*(sp.Rational(w.numerator, w.denominator) * x.xreplace({S: p})
+                        for p, _, w in traffic.classes))
+
+    share = B / sp.Rational(str(traffic.mean_output))
+    flops = r.flops + share * mean(pr.flops)
+    moved = r.bytes + share * mean(pr.bytes - pre_weights)
+    link = r.communication_time_s + share * mean(pr.communication_time_s)
+    return (sp.Max(flops / (r.peak * ec), moved / (r.bandwidth * eb)) + link / eb) * \
+        (r.microbatches + r.pp - 1)
 
 
 def all_formulas(model: TransformerModel, kept: Sequence[Layout], offers: Sequence[Offer],

@@ -55,8 +55,10 @@ def _objectives(p: Plan) -> str:
 
 def _service(p: Plan) -> Iterator[str]:
     s = p.service
-    where = "prefill on the decode replicas, between decode steps" \
-        if s.mode == Mode.COLOCATED else "prefill on replicas of its own (same layout)"
+    where = {Mode.COLOCATED: "prefill on the decode replicas, between decode steps",
+             Mode.DISAGGREGATED: "prefill on replicas of its own (same layout)",
+             Mode.CHUNKED: "prefill in chunks riding every decode step: B/O prompts per "
+                           "step, one roofline with the step, its weights read once"}[s.mode]
     yield f"service model: {s.mode} ({where}); decode step at the {s.decode_context} " \
           f"context ({p.formulas[0].context if p.formulas else '-'} positions)"
     yield f"  efficiency: compute {s.compute_efficiency:g}, bandwidth {s.bandwidth_efficiency:g}" \

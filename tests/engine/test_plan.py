@@ -229,3 +229,27 @@ def test_users_fill_their_replicas_evenly():
         replicas = c.chips // c.layout.devices
         assert c.batch == math.ceil(100 / replicas) and c.batch * replicas >= 100
         assert c.chips <= 8
+
+
+def test_chunked_prefill_step_is_one_roofline_of_decode_and_its_prompt_share():
+    # every step carries B/O prompts: F and Q added (the prompts' weights are the step's
+    # own), one max, checked against the two graphs built at numbers
+    from symroof.ir import Kind
+    from symroof.workloads import prefill
+
+    f = _formulas("llama-3-8b", Layout("a100-80gb", 2, 1, BF16), traffic=((2000, 500),),
+                  service=Service(mode="chunked"))
+    m = get("llama-3-8b").with_precision(weights="bf16", kv_cache="bf16", activations="bf16")
+    d = roofline(decode(m, 32, 2500, tp=2), A100)
+    pre = prefill(m, 1, 2000, logits="last", tp=2)
+    p = roofline(pre, A100)
+    share = sp.Rational(32, 500)
+    w = pre.cost.bytes_by_kind[Kind.WEIGHT]
+    expected = sp.Max((d.flops + share * p.flops) / d.peak,
+                      (d.bytes + share * (p.bytes - w)) / d.bandwidth) + \
+        d.communication_time_s + share * p.communication_time_s
+    assert sp.cancel(f.step.xreplace({B: 32}) - expected) == 0
+    lim = itl_limit(f.step, TAU)
+    for ms in (20, 40):
+        assert lim.at(TAU, sp.Rational(ms, 1000)).batch == _scan(f.step, Fraction(ms, 1000),
+                                                                 400), ms
