@@ -9,13 +9,15 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+import sympy as sp
+
 from symroof.cli.base import Command, Output
 from symroof.cli.common import number_arg
 from symroof.errors import SymroofError
 from symroof.files import write_text
 from symroof.plan import Draft, Plan, plan
 from symroof.plan.core import plan_from_files
-from symroof.plan.inputs import DecodeContext, Mode, numerics_name
+from symroof.plan.inputs import DecodeContext, Mode, numerics_name, parse_numerics
 from symroof.plan.search import EXECUTORS
 from symroof.plan.text import document, lines
 from symroof.present.charts import CurveChart, curve_pgfplots, curve_svg
@@ -87,14 +89,23 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+def _parsed(text: str, flag: str) -> sp.Expr:
+    """A number typed for ``flag`` (the safe parser), an error naming the flag."""
+    try:
+        return number_arg(text, flag, None)
+    except SymroofError as err:
+        msg = str(err)
+        raise SymroofError(msg if msg.startswith(flag) else f"{flag} {text}: {msg}") from None
+
+
 def _number(text: str | None, flag: str) -> float | None:
     if text is None:
         return None
-    return float(number_arg(text, flag, None))
+    return float(_parsed(text, flag))
 
 
 def _integer(text: str, flag: str) -> int:
-    v = number_arg(text, flag, None)
+    v = _parsed(text, flag)
     if not (v.is_Integer and v > 0):
         raise SymroofError(f"{flag} {text}: expected a positive integer")
     return int(v)
@@ -148,7 +159,7 @@ def _plan(args: argparse.Namespace) -> Plan:
                             "tokens_per_user": _number(args.tokens_per_user,
                                                        "--tokens-per-user")},
                 load=load, prices=prices, currency=currency,
-                precisions=args.precision or ["bf16"],
+                precisions=[parse_numerics(t, "--precision") for t in args.precision or ["bf16"]],
                 tp=None if args.tp is None else _integers(args.tp, "--tp"),
                 pp=_integers(args.pp, "--pp"),
                 expert_reads=[e.strip() for e in args.expert_reads.split(",")],

@@ -114,7 +114,7 @@ def load_prices(path: str, chips: Sequence[str]) -> tuple[dict[str, float], str 
     chip hour), checked against the chips given."""
     from symroof.files import parse_toml, read_text  # the file readers, at the boundary
 
-    table = parse_toml(read_text(path, "prices"), path, "prices")
+    table = parse_toml(read_text(path, "prices"), path, "prices: ")
     cur = table.get("currency")
     if cur is not None and not isinstance(cur, str):
         raise SymroofError(f"{path} currency: expected a name such as \"USD\", got {cur!r}")

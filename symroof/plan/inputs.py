@@ -235,24 +235,26 @@ def parse_prices(table: Mapping[str, object], chips: Sequence[str],
     return out
 
 
-def parse_numerics(text: str) -> Numerics:
+def parse_numerics(text: str, what: str = "precision") -> Numerics:
     """A precision choice: ``bf16`` (every kind) or ``weights=int4,kv_cache=fp8`` (kinds
-    not named stay bf16; the peak is the activations')."""
+    not named stay bf16; the peak is the activations'); ``what`` names it in errors."""
+    if not isinstance(text, str):
+        raise SymroofError(f"{what}: expected a format name or KIND=FORMAT,..., got "
+                           f"{type(text).__name__}")
     text = text.strip()
     if "=" not in text:
         return Numerics.resolve(weights=text, kv_cache=text, activations=text,
-                                names={k: f"precision {text!r}" for k in
-                                       ("weights", "kv_cache", "activations")})
+                                names={k: what for k in ("weights", "kv_cache", "activations")})
     kinds: dict[str, str] = {}
     for part in text.split(","):
         key, _, value = part.partition("=")
         key = key.strip().replace("-", "_")
         if key not in ("weights", "kv_cache", "activations"):
-            raise SymroofError(f"precision {text!r}: unknown kind {key!r}; expected weights, "
+            raise SymroofError(f"{what} {text}: unknown kind {key!r}; expected weights, "
                                "kv_cache or activations")
         kinds[key] = value.strip()
     full = {k: kinds.get(k, "bf16") for k in ("weights", "kv_cache", "activations")}
-    return Numerics.resolve(**full, names={k: f"precision {text!r} {k}" for k in full})
+    return Numerics.resolve(**full, names={k: f"{what} {text}: {k}" for k in full})
 
 
 def numerics_name(n: Numerics) -> str:
