@@ -57,6 +57,8 @@ def test_nothing_meets_says_what_binds(capsys):
     (("--itl", "0.05", "--users", "8", "--scheduler", "tcp://127.0.0.1:9",
       "--workers", "0"), "--workers"),
     (("--itl", "-1", "--users", "8"), "objectives itl_s"),
+    (("--itl", "x", "--users", "8"), "--itl x"),
+    (("--users", "8", "--precision", "weights=int5"), "--precision weights=int5"),
     (("--users", "8", "--workload", "10"), "--workload 10"),
     (("--users", "8", "--chart", "front.png"), "--chart"),
 ])
