@@ -20,7 +20,6 @@ import sympy as sp
 
 from symroof import hardware
 from symroof.errors import SymroofError
-from symroof.hardware import HardwareSpec
 from symroof.models import TransformerModel
 from symroof.options import ExpertReads, option
 from symroof.plan.closed import BatchLimit, MemoryLimit, NotPiecewiseLinear, itl_limit

@@ -15,7 +15,7 @@ prefill time per request, and the memory limit on ``B x S`` (the capacity formul
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sympy as sp
@@ -217,12 +217,3 @@ def _chunked_step(r: Roofline, pr: Roofline, pre_weights: sp.Expr, traffic: Traf
     link = r.communication_time_s + share * mean(pr.communication_time_s)
     return (sp.Max(flops / (r.peak * ec), moved / (r.bandwidth * eb)) + link / eb) * \
         (r.microbatches + r.pp - 1)
-
-
-def all_formulas(model: TransformerModel, kept: Sequence[Layout], offers: Sequence[Offer],
-                 traffic: Traffic, service: Service,
-                 draft: Draft | None = None) -> Iterator[Formulas]:
-    """:func:`formulas` of each layout."""
-    by_chip = {o.chip.name: o for o in offers}
-    for lay in kept:
-        yield formulas(model, lay, by_chip[lay.chip], traffic, service, draft)

@@ -93,9 +93,9 @@ def _binding(b: Binding, c: Config, p: Plan) -> Iterator[str]:
     if b.batch_load is not None:
         yield f"  by the load: B <= {b.batch_load} (a replica holds at most the {b.batch_load} users)"
     if b.batch_chips is not None and p.load.users is not None:
+        count = next(o.count for o in p.offers if o.chip.name == c.layout.chip)
         yield f"  by the chips on offer: {p.load.users:g} users on at most " \
-              f"{c.layout.devices and (next(o.count for o in p.offers if o.chip.name == c.layout.chip) // c.layout.devices)} " \
-              f"replicas need B >= {b.batch_chips}"
+              f"{count // c.layout.devices} replicas need B >= {b.batch_chips}"
     yield f"  binds: {b.binds} (the largest batch meeting every limit: "  \
           f"{min(x for x in (b.batch_itl, b.batch_user, b.batch_memory, b.batch_load) if x is not None)})"
 

@@ -23,7 +23,7 @@ from symroof.plan.layouts import formulas, step_time
 from symroof.plan.search import run_blocks
 from symroof.precision import Numerics
 from symroof.serving import max_sequences, speculative
-from symroof.symbols import B, S
+from symroof.symbols import B
 from symroof.workloads import decode
 
 BF16 = Numerics.resolve(weights="bf16", kv_cache="bf16", activations="bf16")
