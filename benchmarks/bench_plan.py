@@ -140,6 +140,10 @@ def main() -> None:
         rows.setdefault("configurations/s, one process (millions)", []).append(total / t_c / 1e6)
         rows.setdefault("time: compiled plan blocks / hand-written numpy", []).append(t_c / t_h)
         rows.setdefault("time: step formula alone, compiled / hand-written", []).append(t_sc / t_sh)
+        t0 = time.perf_counter()
+        run_blocks(blocks, executor="processes", workers=2)
+        t_p = time.perf_counter() - t0
+        rows.setdefault("speed: 2 local processes / one process (no Dask)", []).append(t_c / t_p)
 
     try:
         import distributed
