@@ -262,5 +262,3 @@ def numerics_name(n: Numerics) -> str:
     if n.weights == n.kv_cache == n.activations:
         return str(n.weights)
     return f"w={n.weights} kv={n.kv_cache} a={n.activations}"
-
-
