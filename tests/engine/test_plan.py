@@ -253,3 +253,13 @@ def test_chunked_prefill_step_is_one_roofline_of_decode_and_its_prompt_share():
     for ms in (20, 40):
         assert lim.at(TAU, sp.Rational(ms, 1000)).batch == _scan(f.step, Fraction(ms, 1000),
                                                                  400), ms
+
+
+def test_expected_expert_reads_have_no_closed_form_and_the_scan_decides():
+    # E (1 - (1 - k/E)^B) experts: not piecewise linear in B; the plan says so
+    p = plan("mixtral-8x7b", {"a100-80gb": 2}, workload=[(1000, 200)],
+             objectives={"itl_s": 0.03}, load={"requests_per_s": 1}, tp=(2,), pp=(1,),
+             expert_reads=["expected"], max_batch=200)
+    assert p.best is not None and p.binding.numeric_only is not None
+    assert "not linear" in p.binding.numeric_only
+    assert p.best.step_s <= 0.03 and p.binding.batch_itl is None
