@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
                                leading_term, limit, regimes, sensitivity, theta)
     from symroof.atlas import Atlas, Family, atlas
     from symroof.atlas.family import family
+    from symroof.plan import plan
 
 __all__ = [
     "Analysis", "Workload", "analyze", "Convention", "Cost", "FlopCount", "SymroofError",
@@ -50,7 +51,7 @@ __all__ = [
     "hardware", "models", "passes", "symbols", "workloads", "__version__",
     "Causal", "DecodeTraffic", "Logits", "Lowering", "OpsCounted", "Unfused", "WindowKernel",
     "WindowSpan", "LatentDecode", "ExpertReads", "QkNorm",
-    "atlas", "Atlas", "family", "Family", "rewrite",
+    "atlas", "Atlas", "family", "Family", "rewrite", "plan",
 ]
 
 #: The module each re-exported name comes from (the same table as the imports above;
@@ -70,6 +71,7 @@ _FROM: dict[str, tuple[str, ...]] = {
                         "Logits", "Lowering", "OpsCounted", "QkNorm", "Unfused",
                         "WindowKernel", "WindowSpan"),
     "symroof.notation": ("rewrite",),  # a formula in a document's named quantities
+    "symroof.plan": ("plan",),  # will these chips serve this model: the planner
     "symroof.present.formula": ("latex", "text"),
     "symroof.solve": ("Crossover", "Curve", "Regime", "crossover", "crossover_curve",
                       "leading_term", "limit", "regimes", "sensitivity", "theta"),
@@ -78,7 +80,7 @@ _WHERE = {name: module for module, names in _FROM.items() for name in names}
 
 #: Functions named like a module of the package (``sr.evaluate`` is the function, as it
 #: always was): importing the module must not put the module in the function's place.
-_SHADOWED = frozenset({"atlas", "display", "evaluate"})
+_SHADOWED = frozenset({"atlas", "display", "evaluate", "plan"})
 
 
 class _Package(types.ModuleType):

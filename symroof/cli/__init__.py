@@ -55,6 +55,7 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("train", "symroof.cli.train", "training memory per GPU, whether it fits, FLOPs, days"),
     Entry("memory", "symroof.cli.memory", "what each device holds serving a model, and the fit"),
     Entry("capacity", "symroof.cli.memory", "how many sequences of a context fit beside the weights"),
+    Entry("plan", "symroof.cli.plan", "will these chips serve this model? the plan and its formulas"),
 )
 
 

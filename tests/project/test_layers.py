@@ -35,7 +35,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "symroof.serving"),
     ("symroof.compiled", "symroof.numeric"),
     ("symroof.request",),   # what every front door parses into: above all it builds and runs
-    ("symroof.measure", "symroof.atlas", "symroof.verify"),
+    ("symroof.measure", "symroof.atlas", "symroof.verify",
+     "symroof.plan"),       # the serving planner: requests' model reader, serving, compiled
     ("symroof.present",),
     ("symroof.cli",),
     ("symroof", "symroof.testing", "symroof.__main__"),   # the facade and the pytest plugin
