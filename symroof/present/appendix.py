@@ -212,6 +212,55 @@ def _quote(text: str, flavour: str) -> str:
     return "".join(out)
 
 
+_TIMES = re.compile(r"(?<=[0-9A-Za-z)]) x (?=[0-9A-Z(])")  # "12 x 4,096": a product in prose
+
+
+def _links(text: str, ids: re.Pattern[str] | None, flavour: str) -> str:
+    """Prose (outside math) escaped for ``flavour``, a product's `` x `` as ``×``, and
+    each claim id the text names a link to that claim."""
+    esc = _escape(flavour)
+    text = _TIMES.sub(" \u00d7 ", text)
+    if ids is None:
+        return esc(text)
+    out, last = [], 0
+    for m in ids.finditer(text):
+        cid = m.group(0)
+        anchor = cid.replace(".", "-")
+        out.append(esc(text[last:m.start()]))
+        out.append(f"\\hyperref[{anchor}]{{{_escape(flavour)(cid)}}}" if flavour == "tex"
+                   else f"[{cid}](#{anchor})")
+        last = m.end()
+    out.append(esc(text[last:]))
+    return "".join(out)
+
+
+def _id_pattern(ids: Sequence[str]) -> re.Pattern[str] | None:
+    """A pattern that finds any of ``ids`` as a whole word (longest first)."""
+    if not ids:
+        return None
+    alternatives = "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w-])")
+
+
+def prose(text: str, flavour: str, ids: re.Pattern[str] | None = None) -> str:
+    """A note (or a cause, a finding) for ``flavour``: its ``$...$`` math typeset as math
+    where :func:`_kept_math` accepts it, a product ``a x b`` as ``a × b``, claim ids
+    (those ``ids`` finds) as links to their claims, everything else escaped.
+
+    >>> prose("P x 2 B with $P = 12LD^2$ (s1)", "md", _id_pattern(["s1"]))
+    'P × 2 B with $P = 12LD^2$ \\\\([s1](#s1)\\\\)'
+    """
+    text = _BREAKS.sub(" ", text)
+    out, last = [], 0
+    for m in _MATH.finditer(text):
+        math = _kept_math(m.group(1), flavour)
+        out.append(_links(text[last:m.start()], ids, flavour))
+        out.append(f"${math}$" if math is not None else _links(m.group(0), ids, flavour))
+        last = m.end()
+    out.append(_links(text[last:], ids, flavour))
+    return "".join(out)
+
+
 def _last_digit(r: Result) -> sp.Rational | None:
     """One unit of the printed figure's last digit, in the claim's unit (None: no figure)."""
     if r.claimed is None or r.claimed.free_symbols:
@@ -381,11 +430,12 @@ def errata(outcome: Outcome, flavour: str = "md") -> list[dict[str, Any]]:
     """The errata table's groups: a cause, then one row per claim (printed, corrected,
     severity, status, anchor)."""
     esc = _escape(flavour)
+    ids = _id_pattern([r.claim.id for r in outcome.results])
     out = []
     for n, group in enumerate(_errata_groups(outcome.results), 1):
         first = group[0]
         cause = getattr(first.claim, "cause", None) or ""
-        out.append({"n": n, "cause": esc(str(cause)), "rows": [{
+        out.append({"n": n, "cause": prose(str(cause), flavour, ids), "rows": [{
             "id": esc(r.claim.id) if flavour == "tex" else r.claim.id,
             "anchor": r.claim.id.replace(".", "-"), "quantity": esc(r.claim.quantity),
             "printed": _printed(r, flavour), "corrected": _shown(r.derived, r, flavour),
@@ -404,7 +454,7 @@ def _printed(r: Result, flavour: str) -> str:
     return _shown(claimed, r, flavour)
 
 
-def _claim_item(r: Result, flavour: str) -> dict[str, Any]:
+def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> dict[str, Any]:
     esc = _escape(flavour)
     c = r.claim
     names, numbers = _names(r)
@@ -423,9 +473,10 @@ def _claim_item(r: Result, flavour: str) -> dict[str, Any]:
                             else ""),
         "subs": subs, "derived": _in_unit(r.derived, r, flavour),
         "claimed": claimed, "claimed_is_formula": r.claimed_formula is not None,
-        "tolerance": esc(r.tolerance), "note": esc(c.note), "source": esc(c.source),
+        "tolerance": esc(r.tolerance), "note": prose(c.note, flavour, ids),
+        "source": esc(c.source),
         "assumptions": [esc(str(a)) for a in getattr(c, "assumptions", ()) or ()],
-        "findings": [_quote(str(f), flavour) for f in getattr(r, "findings", ()) or ()],
+        "findings": [prose(str(f), flavour, ids) for f in getattr(r, "findings", ()) or ()],
         "message": esc(r.message),
         "alternatives": [{"label": esc(a.label),
                           "value": (_in_unit(a.derived, r, flavour) if a.derived is not None and not
@@ -436,7 +487,8 @@ def _claim_item(r: Result, flavour: str) -> dict[str, Any]:
     }
 
 
-def _table_item(rows: list[Result], flavour: str) -> dict[str, Any]:
+def _table_item(rows: list[Result], flavour: str, ids: re.Pattern[str] | None = None
+                ) -> dict[str, Any]:
     """A table of the document as one table: a line per printed figure (row, column,
     printed, corrected, status), with the unit in the header where all share it."""
     esc = _escape(flavour)
@@ -465,7 +517,7 @@ def _table_item(rows: list[Result], flavour: str) -> dict[str, Any]:
                       "anchor": r.claim.id.replace(".", "-"),
                       "printed": value(claimed(r), r) or "--",
                       "corrected": value(r.derived, r), "status": r.status} for r in rows],
-            "claims": [_claim_item(r, flavour) for r in rows]}
+            "claims": [_claim_item(r, flavour, ids) for r in rows]}
 
 
 def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
@@ -473,6 +525,7 @@ def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
     """Everything the appendix templates place, formatted for ``flavour`` (md or tex)."""
     esc = _escape(flavour)
     src = outcome.source
+    ids = _id_pattern([r.claim.id for r in outcome.results])
     tables: dict[str, list[Result]] = {}
     for r in outcome.results:
         if r.claim.table is not None:
@@ -492,9 +545,9 @@ def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
             items = by_title[title]["entries"]
             table = r.claim.table
             if table is None:
-                items.append({"type": "claim", **_claim_item(r, flavour)})
+                items.append({"type": "claim", **_claim_item(r, flavour, ids)})
             elif tables[table["id"]][0] is r:
-                items.append(_table_item(tables[table["id"]], flavour))
+                items.append(_table_item(tables[table["id"]], flavour, ids))
         for ch in charts:
             if ch.document == doc.id:
                 target = by_title.get(ch.after) or (sections[-1] if sections else None)

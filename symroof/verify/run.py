@@ -204,12 +204,14 @@ def _number(value: sp.Expr | None, claim: Claim) -> float | None:
 
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(:[^{}]*)?\}")
+_NOTE_MATH = re.compile(r"(\$[^$\n]+\$)")
 
 
 def fill_note(note: str, result: Result) -> str:
     """``note`` with ``{derived}``, ``{claimed}``, ``{altN}`` and ``{with_communication}``
     filled in the claim's unit (a format spec such as ``:.3g`` is applied; the default
-    is 4 significant figures)."""
+    is 4 significant figures). Braces inside the note's ``$...$`` math are TeX's
+    (``$d_{\\mathrm{ff}}$``), not placeholders."""
     values: dict[str, float | None] = {"derived": _number(result.derived, result.claim),
                                        "claimed": _number(result.claimed, result.claim)}
     for i, alt in enumerate(result.alternatives):
@@ -229,7 +231,8 @@ def fill_note(note: str, result: Result) -> str:
             return _plain(format(v, spec))
         except ValueError as err:
             raise SymroofError(f"note placeholder {{{name}}}: bad format {spec!r} ({err})")
-    return _PLACEHOLDER.sub(fill, note)
+    parts = _NOTE_MATH.split(note)  # odd parts are $...$ math, left as they are
+    return "".join(p if i % 2 else _PLACEHOLDER.sub(fill, p) for i, p in enumerate(parts))
 
 
 def _plain(text: str) -> str:
