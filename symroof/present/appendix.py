@@ -507,9 +507,17 @@ def _table_item(rows: list[Result], flavour: str, ids: re.Pattern[str] | None = 
     def claimed(r: Result) -> sp.Expr | None:
         return r.claimed if r.claimed is not None else r.claimed_formula
 
-    columns = {r.claim.table["column"] for r in rows if r.claim.table is not None}
+    columns = list(dict.fromkeys(r.claim.table["column"] for r in rows if r.claim.table))
+    title = next((r.claim.table["title"] for r in rows
+                  if r.claim.table and r.claim.table.get("title")), "") or \
+        f"Table: {', '.join(columns)}"  # no caption declared: what its columns hold
+    claims = [_claim_item(r, flavour, ids) for r in rows]
+    for before, item in zip(claims, claims[1:]):
+        if item["quote"] == before["quote"] or item["quote"] == before.get("quote_shown"):
+            item["quote_shown"], item["quote"] = item["quote"], ""  # one quote, said once
     return {"type": "table", "id": esc(first["id"]) if flavour == "tex" else first["id"],
-            "anchor": first["id"].replace(".", "-"),
+            "anchor": first["id"].replace(".", "-"), "title": esc(title),
+            "grid": _grid(rows, columns, flavour),
             "unit": "" if unit in ("", "-", "ratio") else esc(unit),
             "one_column": len(columns) == 1, "column": esc(first["column"]),
             "rows": [{"row": esc(r.claim.table["row"]) if r.claim.table else "",
@@ -517,7 +525,36 @@ def _table_item(rows: list[Result], flavour: str, ids: re.Pattern[str] | None = 
                       "anchor": r.claim.id.replace(".", "-"),
                       "printed": value(claimed(r), r) or "--",
                       "corrected": value(r.derived, r), "status": r.status} for r in rows],
-            "claims": [_claim_item(r, flavour, ids) for r in rows]}
+            "claims": claims}
+
+
+def _grid(rows: list[Result], columns: list[str], flavour: str) -> dict[str, Any] | None:
+    """An exercise's answers (a table whose every claim is ``derived``) as the grid the
+    exercise asks for: one line per row, one column per asked quantity, the unit in the
+    column's header where its answers share one; None for any other table."""
+    esc = _escape(flavour)
+    cells = {(r.claim.table["row"], r.claim.table["column"]): r for r in rows if r.claim.table}
+    if len(columns) < 2 or len(cells) != len(rows) or any(r.status != "derived" for r in rows):
+        return None
+    header = []
+    for column in columns:
+        units = {r.claim.unit for (_, c), r in cells.items() if c == column}
+        unit = units.pop() if len(units) == 1 else ""
+        header.append({"name": esc(column), "unit": "" if unit in ("", "-", "ratio") else
+                       _escape(flavour)(unit), "shared": bool(unit)})
+    lines = []
+    for row in dict.fromkeys(r.claim.table["row"] for r in rows if r.claim.table):
+        line = []
+        for column, head in zip(columns, header):
+            r = cells.get((row, column))
+            if r is None or r.derived is None:
+                line.append({"value": "", "anchor": ""})
+                continue
+            shown = (f"${latex(r.derived)}$" if r.derived.free_symbols else
+                     figure(r.derived / r.scale) if head["shared"] else _in_unit(r.derived, r, flavour))
+            line.append({"value": shown, "anchor": r.claim.id.replace(".", "-")})
+        lines.append({"row": esc(row), "cells": line})
+    return {"columns": header, "rows": lines}
 
 
 def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
@@ -534,6 +571,7 @@ def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
     for doc in src.documents:
         sections: list[dict[str, Any]] = []
         by_title: dict[str, dict[str, Any]] = {}
+        entry_of: dict[str, dict[str, Any]] = {}  # claim id -> its entry (its table's)
         for r in outcome.results:
             if r.claim.document != doc.id and not (r.status == "error" and not r.claim.document
                                                    and doc is src.documents[0]):
@@ -548,13 +586,22 @@ def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
                 items.append({"type": "claim", **_claim_item(r, flavour, ids)})
             elif tables[table["id"]][0] is r:
                 items.append(_table_item(tables[table["id"]], flavour, ids))
+            entry_of[r.claim.id] = items[-1]
+        follows: dict[int, list[dict[str, Any]]] = {}
         for ch in charts:
-            if ch.document == doc.id:
-                target = by_title.get(ch.after) or (sections[-1] if sections else None)
-                if target is not None:
-                    target["charts"].append({"id": ch.id, "title": esc(ch.title),
-                                             "svg_path": f"charts/{ch.id}.svg",
-                                             "pgfplots": ch.pgfplots})
+            if ch.document != doc.id:
+                continue
+            shown = {"type": "chart", "id": ch.id, "title": esc(ch.title),
+                     "svg_path": f"charts/{ch.id}.svg", "pgfplots": ch.pgfplots}
+            if ch.after in entry_of:  # a chart names the claim it illustrates: beside it
+                follows.setdefault(id(entry_of[ch.after]), []).append(shown)
+                continue
+            target = by_title.get(ch.after) or (sections[-1] if sections else None)
+            if target is not None:
+                target["charts"].append(shown)
+        for section in sections:
+            section["entries"] = [e for entry in section["entries"]
+                                  for e in (entry, *follows.get(id(entry), ()))]
         for n, section in enumerate(sections, 1):
             section["anchor"] = f"d{doc.id}-{n}"
         documents.append({"id": doc.id, "title": esc(doc.title),
@@ -570,6 +617,10 @@ def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
             "statuses": [{"status": s, "meaning": esc(m)} for s, m in STATUSES.items()],
             "rounding_rule": esc(getattr(_compare, "ROUNDING_RULE", "")),
             "errata": errata(outcome, flavour),
+            "out_of_scope": [{"document": esc(f"Seed {o.document}"),
+                              "section": esc(o.section), "quote": _quote(o.quote, flavour),
+                              "reason": prose(o.reason, flavour, ids)}
+                             for o in getattr(src, "out_of_scope", ())],
             "n_errata": sum(r.status in ERRATA_STATUSES for r in outcome.results),
             "documents": documents}
 

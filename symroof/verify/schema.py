@@ -51,7 +51,7 @@ from symroof.files import parse_toml, read_text
 from symroof.verify import units
 from symroof.verify.compare import check_rounding
 
-__all__ = ["Document", "Claim", "Chart", "ClaimFile", "load_claims", "parse_claims", "EXAMPLE",
+__all__ = ["Document", "Claim", "Chart", "ClaimFile", "OutOfScope", "load_claims", "parse_claims", "EXAMPLE",
            "validate_claim", "check_id", "check_symbols", "CLAIM_FIELDS", "MAX_CLAIMS"]
 
 #: The most claims one claim file may hold (the seed appendix has a few hundred).
@@ -172,6 +172,17 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class OutOfScope:
+    """A statement of a document that no claim checks (a measurement, a request for an
+    explanation), with the reason; the appendix lists them."""
+
+    document: str
+    section: str
+    quote: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Chart:
     """A chart of the appendix: a roofline or a curve, placed after a section."""
 
@@ -193,6 +204,7 @@ class ClaimFile:
     charts: tuple[Chart, ...]
     text: str = ""
     date: str = ""                      # the claim file's date (the appendix's front matter)
+    out_of_scope: tuple[OutOfScope, ...] = ()  # statements the file does not check, and why
 
 
 def _lines_of(text: str, header: str) -> list[int]:
@@ -354,7 +366,8 @@ def _validated(raw: Mapping[str, Any], line: int, text: str, path: str, document
 def parse_claims(text: str, path: str = "<claims>") -> ClaimFile:
     """A claim file from its text (``path`` names it in errors)."""
     data = parse_toml(text, path)
-    known = {"title", "description", "date", "symbols", "document", "claim", "chart"}
+    known = {"title", "description", "date", "symbols", "document", "claim", "chart",
+             "out_of_scope"}
     extra = set(data) - known
     if extra:
         raise SymroofError(f"{path}: unknown top-level key {sorted(extra)[0]!r}; expected "
@@ -392,7 +405,25 @@ def parse_claims(text: str, path: str = "<claims>") -> ClaimFile:
     return ClaimFile(path, str(data.get("title", Path(path).stem)),
                      str(data.get("description", "")), symbols, tuple(docs),
                      tuple(claims), _charts(data.get("chart", []), text, path), text,
-                     date.strip())
+                     date.strip(), _out_of_scope(data.get("out_of_scope", []), ids, text, path))
+
+
+def _out_of_scope(raw: object, documents: set[str], text: str, path: str
+                  ) -> tuple[OutOfScope, ...]:
+    """The ``[[out_of_scope]]`` tables: {document, section, quote, reason}, all strings."""
+    keys = ("document", "section", "quote", "reason")
+    lines = _lines_of(text, "out_of_scope")
+    out = []
+    for i, entry in enumerate(raw if isinstance(raw, list) else [raw]):
+        where = f"{path}:{lines[i] if i < len(lines) else 0}: out_of_scope #{i + 1}"
+        if not isinstance(entry, Mapping) or set(entry) != set(keys) or not all(
+                isinstance(entry[k], str) and entry[k].strip() for k in keys):
+            raise SymroofError(f"{where}: expected {{{', '.join(keys)}}}, each a non-empty string")
+        if entry["document"] not in documents:
+            raise SymroofError(f"{where} field 'document': no [[document]] with id "
+                               f"{entry['document']!r}")
+        out.append(OutOfScope(*(entry[k].strip() for k in keys)))
+    return tuple(out)
 
 
 def _charts(raw: object, text: str, path: str) -> tuple[Chart, ...]:
