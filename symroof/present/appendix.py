@@ -36,6 +36,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import unicodedata
@@ -46,11 +47,13 @@ import sympy as sp
 
 from symroof import notation
 from symroof.errors import SymroofError
+from symroof.precision import bytes_per_value
 from symroof.present.claim_charts import RenderedChart
 from symroof.present.escape import latex_escape, markdown_escape
 from symroof.present.formula import latex
 from symroof.present.numbers import json_number, text_number
 from symroof.present.templates import render
+from symroof.symbols import b as _b
 from symroof.verify import Outcome, Result
 from symroof.verify import compare as _compare
 from symroof.version import __version__
@@ -242,9 +245,12 @@ def _id_pattern(ids: Sequence[str]) -> re.Pattern[str] | None:
     return re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w-])")
 
 
+_PROSE_SPAN = re.compile(r"`([^`\n]+)`|\$([^$\n]+)\$")  # a code span, or math
+
+
 def prose(text: str, flavour: str, ids: re.Pattern[str] | None = None) -> str:
     """A note (or a cause, a finding) for ``flavour``: its ``$...$`` math typeset as math
-    where :func:`_kept_math` accepts it, a product ``a x b`` as ``a × b``, claim ids
+    where :func:`_kept_math` accepts it, a name from code in backticks in a code font, a product ``a x b`` as ``a × b``, claim ids
     (those ``ids`` finds) as links to their claims, everything else escaped.
 
     >>> prose("P x 2 B with $P = 12LD^2$ (s1)", "md", _id_pattern(["s1"]))
@@ -252,10 +258,15 @@ def prose(text: str, flavour: str, ids: re.Pattern[str] | None = None) -> str:
     """
     text = _BREAKS.sub(" ", text)
     out, last = [], 0
-    for m in _MATH.finditer(text):
-        math = _kept_math(m.group(1), flavour)
+    for m in _PROSE_SPAN.finditer(text):
         out.append(_links(text[last:m.start()], ids, flavour))
-        out.append(f"${math}$" if math is not None else _links(m.group(0), ids, flavour))
+        code, body = m.group(1), m.group(2)
+        if code is not None:  # a name from code: as it is, in a code font
+            out.append(f"\\texttt{{{_escape(flavour)(code)}}}" if flavour == "tex"
+                       else f"`{_code(code)}`")
+        else:
+            math = _kept_math(body, flavour)
+            out.append(f"${math}$" if math is not None else _links(m.group(0), ids, flavour))
         last = m.end()
     out.append(_links(text[last:], ids, flavour))
     return "".join(out)
@@ -370,6 +381,63 @@ def _names(r: Result) -> tuple[dict[sp.Symbol, sp.Expr], dict[sp.Symbol, sp.Expr
     return names, numbers
 
 
+def number_latex(value: sp.Expr) -> str:
+    """A number as a reader writes it in a formula: a large one with few significant
+    digits as ``494.7 \\times 10^{12}``, other large integers grouped (``8{,}484{,}257``),
+    anything else as :func:`symroof.present.formula.latex` prints it.
+
+    >>> print(number_latex(sp.Integer(494700000000000)), number_latex(sp.Integer(8484257)))
+    494.7 \\times 10^{12} 8{,}484{,}257
+    """
+    if not value.is_Rational or abs(value) < 10**5:
+        return latex(value)
+    for power in range(3, 40, 3):
+        if abs(value) < sp.Integer(10) ** (power + 3):
+            mantissa = value / sp.Integer(10) ** power
+            shown = f"{float(mantissa):.6g}"  # at most 4 significant digits, exactly
+            if sp.Rational(shown) == mantissa and len(shown.replace(".", "").lstrip("-0")) <= 4:
+                return f"{shown} \\times 10^{{{power}}}"
+            break
+    return f"{int(value):,}".replace(",", "{,}") if value.is_Integer else latex(value)
+
+
+#: Display names of the roofline's own quantities (a claim that declares none is shown
+#: as t = max(F/π, Q/β), with F and Q from its derivation and π, β its chip's)
+_F, _Q, _PI, _BETA = sp.symbols("F Q pi beta", positive=True)
+
+
+def _roofline_names(r: Result) -> tuple[str, str]:
+    """For a claim whose formula is the roofline's ``max`` with the chip's numbers folded
+    in (``max(B P/494700000000000, ...)``), that formula in the roofline's own names and
+    the names' values, as LaTeX; ("", "") where it is not exactly that."""
+    d = getattr(r, "derivation", None)
+    if d is None or r.formula is None or not r.formula.has(sp.Max):
+        return "", ""
+    maxes = list(r.formula.atoms(sp.Max))
+    if len(maxes) != 1 or len(maxes[0].args) != 2:
+        return "", ""
+    m = maxes[0]
+    spec = r.claim.value.get("roofline") if isinstance(r.claim.value, Mapping) else None
+    if isinstance(spec, Mapping) and _b not in r.formula.free_symbols:
+        try:  # the roofline's own number format fixed b (bf16 unless the recipe says)
+            width = bytes_per_value(str(spec.get("precision", "bf16")))
+        except (SymroofError, ValueError):
+            return "", ""
+        d = dataclasses.replace(d, flops=d.flops.subs(_b, width), bytes=d.bytes.subs(_b, width))
+    compute, memory = sorted(m.args, key=lambda a: sp.cancel(d.flops / a).is_number is not True)
+    peak, bandwidth = sp.cancel(d.flops / compute), sp.cancel(d.bytes / memory)
+    if not (peak.is_Rational and bandwidth.is_Rational and peak > 0 and bandwidth > 0):
+        return "", ""
+    named = r.formula.xreplace({m: sp.Max(_F / _PI, _Q / _BETA)})
+    back = named.xreplace({_F: d.flops, _Q: d.bytes, _PI: peak, _BETA: bandwidth})
+    if sp.cancel(back - r.formula) != 0:  # never shown unless exact
+        return "", ""
+    values = [f"F = {latex(d.flops)}", f"Q = {latex(d.bytes)}",
+              f"\\pi = {number_latex(peak)}\\ \\mathrm{{FLOP/s}}",
+              f"\\beta = {number_latex(bandwidth)}\\ \\mathrm{{B/s}}"]
+    return latex(named), ", ".join(values)
+
+
 def _in_names(r: Result) -> str:
     """The claim's formula rewritten in the names its claim declares, as LaTeX, or ""
     where no name applies."""
@@ -458,6 +526,9 @@ def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> 
     esc = _escape(flavour)
     c = r.claim
     names, numbers = _names(r)
+    in_names, named_values = _in_names(r), ""
+    if not in_names:
+        in_names, named_values = _roofline_names(r)
     subs = ", ".join(f"{latex(k)} = {latex(v)}" for k, v in {**names, **numbers}.items())
     claimed = (_in_unit(r.claimed, r, flavour) if r.claimed is not None else
                latex(r.claimed_formula) if r.claimed_formula is not None else "")
@@ -465,10 +536,11 @@ def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> 
         "id": esc(c.id) if flavour == "tex" else c.id, "anchor": c.id.replace(".", "-"),
         "quantity": esc(c.quantity),
         "quote": _quote(c.quote, flavour), "status": r.status, "kind": c.kind,
-        "formula": latex(r.formula) if r.formula is not None else "",
-        "in_names": _in_names(r),
-        "names": ", ".join(f"{latex(k)} = {latex(v)}" for k, v in names.items()),
-        "numbers": ", ".join(f"{latex(k)} = {latex(v)}" for k, v in numbers.items()),
+        # in the roofline's names the folded form says nothing more (and reads worse)
+        "formula": latex(r.formula) if r.formula is not None and not named_values else "",
+        "in_names": in_names,
+        "names": named_values or ", ".join(f"{latex(k)} = {latex(v)}" for k, v in names.items()),
+        "numbers": ", ".join(f"{latex(k)} = {number_latex(v)}" for k, v in numbers.items()),
         "derived_formula": (latex(r.derived) if r.derived is not None and r.derived.free_symbols
                             else ""),
         "subs": subs, "derived": _in_unit(r.derived, r, flavour),
@@ -477,7 +549,7 @@ def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> 
         "source": esc(c.source),
         "assumptions": [esc(str(a)) for a in getattr(c, "assumptions", ()) or ()],
         "findings": [prose(str(f), flavour, ids) for f in getattr(r, "findings", ()) or ()],
-        "message": esc(r.message),
+        "message": esc(r.message), "derivation": _derivation(r, flavour),
         "alternatives": [{"label": esc(a.label),
                           "value": (_in_unit(a.derived, r, flavour) if a.derived is not None and not
                                     a.derived.free_symbols else
@@ -485,6 +557,18 @@ def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> 
                           "status": a.status or "", "message": esc(a.message)}
                          for a in r.alternatives],
     }
+
+
+def _derivation(r: Result, flavour: str) -> dict[str, Any] | None:
+    """The claim's derivation table (:mod:`symroof.verify.derivation`) as LaTeX math
+    cells: each row's ops, F and Q, their sums, and the step to the claim."""
+    d = getattr(r, "derivation", None)
+    if d is None:
+        return None
+    code = _escape(flavour) if flavour == "tex" else _code
+    return {"rows": [{"label": code(row.label), "F": latex(row.flops), "Q": latex(row.bytes)}
+                     for row in d.rows],
+            "F": latex(d.flops), "Q": latex(d.bytes), "step": _escape(flavour)(d.step)}
 
 
 def _table_item(rows: list[Result], flavour: str, ids: re.Pattern[str] | None = None
