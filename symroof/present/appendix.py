@@ -37,6 +37,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import unicodedata
@@ -424,18 +425,30 @@ def _roofline_names(r: Result) -> tuple[str, str]:
         except (SymroofError, ValueError):
             return "", ""
         d = dataclasses.replace(d, flops=d.flops.subs(_b, width), bytes=d.bytes.subs(_b, width))
-    compute, memory = sorted(m.args, key=lambda a: sp.cancel(d.flops / a).is_number is not True)
-    peak, bandwidth = sp.cancel(d.flops / compute), sp.cancel(d.bytes / memory)
-    if not (peak.is_Rational and bandwidth.is_Rational and peak > 0 and bandwidth > 0):
+    found = _roofline_form(r.formula, m, d.flops, d.bytes)
+    if found is None:
         return "", ""
-    named = r.formula.xreplace({m: sp.Max(_F / _PI, _Q / _BETA)})
-    back = named.xreplace({_F: d.flops, _Q: d.bytes, _PI: peak, _BETA: bandwidth})
-    if sp.cancel(back - r.formula) != 0:  # never shown unless exact
-        return "", ""
+    named, peak, bandwidth = found
     values = [f"F = {latex(d.flops)}", f"Q = {latex(d.bytes)}",
               f"\\pi = {number_latex(peak)}\\ \\mathrm{{FLOP/s}}",
               f"\\beta = {number_latex(bandwidth)}\\ \\mathrm{{B/s}}"]
     return latex(named), ", ".join(values)
+
+
+@functools.lru_cache(maxsize=1024)  # the Markdown and the LaTeX ask for the same claims
+def _roofline_form(formula: sp.Expr, m: sp.Max, flops: sp.Expr, bytes_: sp.Expr
+                   ) -> tuple[sp.Expr, sp.Expr, sp.Expr] | None:
+    """``formula`` with its ``max`` ``m`` written max(F/π, Q/β), and π and β, where
+    ``flops``/``bytes_`` over m's arguments are positive numbers and the result is exact."""
+    compute, memory = sorted(m.args, key=lambda a: sp.cancel(flops / a).is_number is not True)
+    peak, bandwidth = sp.cancel(flops / compute), sp.cancel(bytes_ / memory)
+    if not (peak.is_Rational and bandwidth.is_Rational and peak > 0 and bandwidth > 0):
+        return None
+    named = formula.xreplace({m: sp.Max(_F / _PI, _Q / _BETA)})
+    back = named.xreplace({_F: flops, _Q: bytes_, _PI: peak, _BETA: bandwidth})
+    if sp.cancel(back - formula) != 0:  # never shown unless exact
+        return None
+    return named, peak, bandwidth
 
 
 def _in_names(r: Result) -> str:
@@ -444,13 +457,16 @@ def _in_names(r: Result) -> str:
     names, _ = _names(r)
     if r.formula is None or not names or not r.formula.free_symbols:
         return ""
+    return _rewritten(r.formula, tuple(names.items()))
+
+
+@functools.lru_cache(maxsize=1024)  # the Markdown and the LaTeX ask for the same claims
+def _rewritten(formula: sp.Expr, names: tuple[tuple[sp.Symbol, sp.Expr], ...]) -> str:
     try:
-        named = notation.rewrite(r.formula, names, where=f"claim {r.claim.id}")
+        named = notation.rewrite(formula, dict(names), where="claim")
     except SymroofError:
         return ""
-    if named == r.formula:
-        return ""
-    return notation.latex(named, names)
+    return "" if named == formula else notation.latex(named, dict(names))
 
 
 def _errata_groups(results: Sequence[Result]) -> list[list[Result]]:
