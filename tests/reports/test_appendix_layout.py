@@ -6,6 +6,7 @@ section; the claim-file fields behind them refuse bad input by file, line and fi
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import sympy as sp
 from symroof.errors import SymroofError
 from symroof.present.appendix import _roofline_names, errata, number_latex, prose, _id_pattern
 from symroof.symbols import D, L, S, b
-from symroof.verify import EXAMPLE, parse_claims
+from symroof.verify import EXAMPLE, parse_claims, units
 
 
 @pytest.fixture(scope="module")
@@ -198,3 +199,51 @@ def test_new_fields_refuse_bad_input_by_file_line_and_field(kwargs, expected):
     else:  # a claim's own problem is kept on the claim; the other claims still run
         message = f.claims[0].error or ""
     assert re.search(expected, message), message
+
+
+_NOTE_NUMBER = re.compile(r"(?<![\w.^{$])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?:e(\d+))?\s?"
+                          r"(%|[A-Za-z]+(?:/[A-Za-z]+)?)?")
+
+
+def _agrees(printed: str, exponent: str | None, value: float) -> bool:
+    """``value`` rounds to the printed figure at the figure's own significant digits
+    (an integer's trailing zeros are not significant: 11,040 is 11,036 to four figures)."""
+    digits = printed.replace(",", "")
+    x = float(digits) * 10 ** int(exponent or 0)
+    if x == 0:
+        return value == 0
+    significant = digits.replace(".", "").lstrip("0")
+    if "." not in digits:
+        significant = significant.rstrip("0") or "0"
+    unit = 10 ** (math.floor(math.log10(abs(x))) - len(significant) + 1)
+    return abs(value - x) <= unit / 2 * (1 + 1e-9)
+
+
+def test_every_figure_a_note_gives_in_its_claims_unit_is_a_derived_value(seed_outcome):
+    """Notes are right: a number a note prints in its claim's own unit ("7.34 ms" beside a
+    claim in ms) is, at its own precision, a value the engine derived or the document
+    printed: this claim's, one of its alternatives', or another claim's (compared in base
+    units: the KV term of a decode step in GB is the KV claim's bytes)."""
+    by_base: dict[str, list[float]] = {}  # every value, in base units, by base unit
+    for r in seed_outcome.results:
+        for v in [r.derived, r.claimed, *(a.derived for a in r.alternatives)]:
+            if v is not None and not v.free_symbols:
+                by_base.setdefault(units.base(r.claim.unit), []).append(float(v))
+    checked, wrong = 0, []
+    for r in seed_outcome.results:
+        unit = r.claim.unit
+        if unit in ("-", "ratio"):
+            continue
+        # math and code are formulas, not figures; a figure in quotes is the document's own
+        prose_only = re.sub(r"\$[^$]*\$|`[^`]*`|(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"", " ",
+                            r.claim.note)
+        for m in _NOTE_NUMBER.finditer(prose_only):
+            if m.group(3) != unit:  # a figure of another quantity (B per token in a GB claim)
+                continue
+            checked += 1
+            scale = float(units.scale(unit))
+            if not any(_agrees(m.group(1), m.group(2), v / scale)
+                       for v in by_base[units.base(unit)]):
+                wrong.append(f"{r.claim.id}: {m.group(0)!r}")
+    assert not wrong, f"note figures that are no derived or printed value: {wrong}"
+    assert checked >= 60
