@@ -246,6 +246,7 @@ def _id_pattern(ids: Sequence[str]) -> re.Pattern[str] | None:
     return re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w-])")
 
 
+_BREAK_AFTER_DOT = ".{}\\allowbreak "  # where a long dotted name in a code font may break
 _PROSE_SPAN = re.compile(r"`([^`\n]+)`|\$([^$\n]+)\$")  # a code span, or math
 
 
@@ -263,8 +264,8 @@ def prose(text: str, flavour: str, ids: re.Pattern[str] | None = None) -> str:
         out.append(_links(text[last:m.start()], ids, flavour))
         code, body = m.group(1), m.group(2)
         if code is not None:  # a name from code: as it is, in a code font
-            out.append(f"\\texttt{{{_escape(flavour)(code)}}}" if flavour == "tex"
-                       else f"`{_code(code)}`")
+            shown = _escape(flavour)(code).replace(".", _BREAK_AFTER_DOT)  # long names break
+            out.append(f"\\texttt{{{shown}}}" if flavour == "tex" else f"`{_code(code)}`")
         else:
             math = _kept_math(body, flavour)
             out.append(f"${math}$" if math is not None else _links(m.group(0), ids, flavour))
