@@ -567,6 +567,7 @@ def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> 
         "assumptions": [esc(str(a)) for a in getattr(c, "assumptions", ()) or ()],
         "findings": [prose(str(f), flavour, ids) for f in getattr(r, "findings", ()) or ()],
         "message": esc(r.message), "derivation": _derivation(r, flavour),
+        "condition": _condition(r),
         "alternatives": [{"label": esc(a.label),
                           "value": (_in_unit(a.derived, r, flavour) if a.derived is not None and not
                                     a.derived.free_symbols else
@@ -574,6 +575,22 @@ def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> 
                           "status": a.status or "", "message": esc(a.message)}
                          for a in r.alternatives],
     }
+
+
+#: A qualitative claim's bound of 1 on a ratio, as the relation the condition states
+_RELATIONS = {"less_than": "<", "at_most": "\\le", "greater_than": ">", "at_least": "\\ge"}
+
+
+def _condition(r: Result) -> str:
+    """A qualitative claim ("decode is memory-bound": intensity over the ridge below 1) as
+    the condition it states, in math, with the derived side filled in
+    (``0.0752 < 1``); "" for any other claim. Whether it holds is the claim's status."""
+    (rule, _), = r.claim.rounding.items()
+    if (rule not in _RELATIONS or r.claim.unit not in ("-", "ratio") or r.claimed != 1
+            or r.derived is None or r.derived.free_symbols):
+        return ""
+    return f"{number_latex(sp.Float(r.derived, 6)) if not r.derived.is_Integer else r.derived}" \
+        f" {_RELATIONS[rule]} 1"
 
 
 def _derivation(r: Result, flavour: str) -> dict[str, Any] | None:

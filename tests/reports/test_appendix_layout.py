@@ -247,3 +247,20 @@ def test_every_figure_a_note_gives_in_its_claims_unit_is_a_derived_value(seed_ou
                 wrong.append(f"{r.claim.id}: {m.group(0)!r}")
     assert not wrong, f"note figures that are no derived or printed value: {wrong}"
     assert checked >= 60
+
+
+def test_a_qualitative_claim_is_a_condition_never_a_printed_1(md, seed_outcome):
+    qualitative = [r for r in seed_outcome.results if r.claim.unit in ("-", "ratio")
+                   and r.claimed == 1 and next(iter(r.claim.rounding)) in
+                   ("less_than", "at_most", "greater_than", "at_least")]
+    assert len(qualitative) >= 8
+    for r in qualitative:
+        block = _block(md, r.claim.id)
+        assert "printed 1 " not in block, r.claim.id
+        verdict = "holds" if r.status == "match" else "fails"
+        m = re.search(r"the condition \$([0-9.]+) (<|>|\\le|\\ge) 1\$ \*\*(holds|fails)\*\*", block)
+        assert m and m.group(3) == verdict, r.claim.id
+        value = float(m.group(1))   # the derived side, and the relation as the claim states it
+        assert math.isclose(value, float(r.derived), rel_tol=1e-5), r.claim.id
+        assert {"<": value < 1, ">": value > 1, r"\le": value <= 1, r"\ge": value >= 1}[
+            m.group(2)] == (r.status == "match"), r.claim.id
