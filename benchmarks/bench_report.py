@@ -2,8 +2,9 @@
 
     python benchmarks/bench_report.py [--repeat 5]
 
-Each repetition runs the command once as a new process (wall clock, into a temporary
-folder), and once more in a child interpreter that times its stages the way
+Each repetition runs ``python -c "import sympy"`` as a new process (the yardstick: the
+ratio of the command to it is what this machine's load cannot fake), then the command
+once as a new process (wall clock, into a temporary folder), and once more in a child interpreter that times its stages the way
 ``symroof.cli.report.write_report`` runs them: imports, the claims' derivations and
 checks (``run_claims``), the charts (``render_charts``), rendering (Markdown, LaTeX,
 JSON) and writing. Shares are each stage's part of the child's total; the last line
@@ -73,12 +74,17 @@ def main() -> None:
     script = Path(sys.executable).parent / "symroof"
     cmd = [sys.executable, str(script)] if script.exists() else \
         [sys.executable, "-c", "import sys; from symroof.cli import main; sys.exit(main())"]
+    ratios: list[float] = []
     for _ in range(args.repeat):
+        t0 = time.perf_counter()  # the yardstick, side by side: a new process importing sympy
+        subprocess.run([sys.executable, "-c", "import sympy"], cwd=ROOT, check=True)
+        sympy_s = time.perf_counter() - t0
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
             subprocess.run([*cmd, "report", "appendix", "--out", tmp], cwd=ROOT, check=True,
                            stdout=subprocess.DEVNULL)
             ends.append(time.perf_counter() - t0)
+        ratios.append(ends[-1] / sympy_s)
         with tempfile.TemporaryDirectory() as tmp:
             code = f"import sys; sys.argv = ['child', {tmp!r}]\n" + CHILD
             found = json.loads(run_python(code))
@@ -91,6 +97,9 @@ def main() -> None:
     for k, v in shares.items():
         print(line(f"{k} (median {sorted(seconds[k])[len(seconds[k]) // 2]:.2f} s)", v, "%"))
     lo, mid, hi = min(ends), sorted(ends)[len(ends) // 2], max(ends)
+    print(header("symroof report appendix / python -c 'import sympy' (new processes, wall)"))
+    print(line("appendix end to end / import sympy", ratios, "x",
+               "< 5 s on 2 idle cores (issue 21): about 12x at 0.4 s per import"))
     print(f"\nend to end (new process, wall): min {lo:.2f} s, median {mid:.2f} s, max {hi:.2f} s")
     print(f"sympy simplify calls while generating: {simplify}")
 

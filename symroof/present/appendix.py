@@ -36,6 +36,8 @@ True
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import re
 import unicodedata
@@ -46,11 +48,13 @@ import sympy as sp
 
 from symroof import notation
 from symroof.errors import SymroofError
+from symroof.precision import bytes_per_value
 from symroof.present.claim_charts import RenderedChart
 from symroof.present.escape import latex_escape, markdown_escape
 from symroof.present.formula import latex
 from symroof.present.numbers import json_number, text_number
 from symroof.present.templates import render
+from symroof.symbols import b as _b
 from symroof.verify import Outcome, Result
 from symroof.verify import compare as _compare
 from symroof.version import __version__
@@ -212,6 +216,64 @@ def _quote(text: str, flavour: str) -> str:
     return "".join(out)
 
 
+_TIMES = re.compile(r"(?<=[0-9A-Za-z)]) x (?=[0-9A-Z(])")  # "12 x 4,096": a product in prose
+
+
+def _links(text: str, ids: re.Pattern[str] | None, flavour: str) -> str:
+    """Prose (outside math) escaped for ``flavour``, a product's `` x `` as ``×``, and
+    each claim id the text names a link to that claim."""
+    esc = _escape(flavour)
+    text = _TIMES.sub(" \u00d7 ", text)
+    if ids is None:
+        return esc(text)
+    out, last = [], 0
+    for m in ids.finditer(text):
+        cid = m.group(0)
+        anchor = cid.replace(".", "-")
+        out.append(esc(text[last:m.start()]))
+        out.append(f"\\hyperref[{anchor}]{{{_escape(flavour)(cid)}}}" if flavour == "tex"
+                   else f"[{cid}](#{anchor})")
+        last = m.end()
+    out.append(esc(text[last:]))
+    return "".join(out)
+
+
+def _id_pattern(ids: Sequence[str]) -> re.Pattern[str] | None:
+    """A pattern that finds any of ``ids`` as a whole word (longest first)."""
+    if not ids:
+        return None
+    alternatives = "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w-])")
+
+
+_BREAK_AFTER_DOT = ".{}\\allowbreak "  # where a long dotted name in a code font may break
+_PROSE_SPAN = re.compile(r"`([^`\n]+)`|\$([^$\n]+)\$")  # a code span, or math
+
+
+def prose(text: str, flavour: str, ids: re.Pattern[str] | None = None) -> str:
+    """A note (or a cause, a finding) for ``flavour``: its ``$...$`` math typeset as math
+    where :func:`_kept_math` accepts it, a name from code in backticks in a code font, a product ``a x b`` as ``a × b``, claim ids
+    (those ``ids`` finds) as links to their claims, everything else escaped.
+
+    >>> prose("P x 2 B with $P = 12LD^2$ (s1)", "md", _id_pattern(["s1"]))
+    'P × 2 B with $P = 12LD^2$ \\\\([s1](#s1)\\\\)'
+    """
+    text = _BREAKS.sub(" ", text)
+    out, last = [], 0
+    for m in _PROSE_SPAN.finditer(text):
+        out.append(_links(text[last:m.start()], ids, flavour))
+        code, body = m.group(1), m.group(2)
+        if code is not None:  # a name from code: as it is, in a code font
+            shown = _escape(flavour)(code).replace(".", _BREAK_AFTER_DOT)  # long names break
+            out.append(f"\\texttt{{{shown}}}" if flavour == "tex" else f"`{_code(code)}`")
+        else:
+            math = _kept_math(body, flavour)
+            out.append(f"${math}$" if math is not None else _links(m.group(0), ids, flavour))
+        last = m.end()
+    out.append(_links(text[last:], ids, flavour))
+    return "".join(out)
+
+
 def _last_digit(r: Result) -> sp.Rational | None:
     """One unit of the printed figure's last digit, in the claim's unit (None: no figure)."""
     if r.claimed is None or r.claimed.free_symbols:
@@ -321,19 +383,91 @@ def _names(r: Result) -> tuple[dict[sp.Symbol, sp.Expr], dict[sp.Symbol, sp.Expr
     return names, numbers
 
 
+def number_latex(value: sp.Expr) -> str:
+    """A number as a reader writes it in a formula: a large one with few significant
+    digits as ``494.7 \\times 10^{12}``, other large integers grouped (``8{,}484{,}257``),
+    anything else as :func:`symroof.present.formula.latex` prints it.
+
+    >>> print(number_latex(sp.Integer(494700000000000)), number_latex(sp.Integer(8484257)))
+    494.7 \\times 10^{12} 8{,}484{,}257
+    """
+    if not value.is_Rational or abs(value) < 10**5:
+        return latex(value)
+    for power in range(3, 40, 3):
+        if abs(value) < sp.Integer(10) ** (power + 3):
+            mantissa = value / sp.Integer(10) ** power
+            shown = f"{float(mantissa):.6g}"  # at most 4 significant digits, exactly
+            if sp.Rational(shown) == mantissa and len(shown.replace(".", "").lstrip("-0")) <= 4:
+                return f"{shown} \\times 10^{{{power}}}"
+            break
+    return f"{int(value):,}".replace(",", "{,}") if value.is_Integer else latex(value)
+
+
+#: Display names of the roofline's own quantities (a claim that declares none is shown
+#: as t = max(F/π, Q/β), with F and Q from its derivation and π, β its chip's)
+_F, _Q, _PI, _BETA = sp.symbols("F Q pi beta", positive=True)
+
+
+def _roofline_names(r: Result) -> tuple[str, str]:
+    """For a claim whose formula is the roofline's ``max`` with the chip's numbers folded
+    in (``max(B P/494700000000000, ...)``), that formula in the roofline's own names and
+    the names' values, as LaTeX; ("", "") where it is not exactly that."""
+    d = getattr(r, "derivation", None)
+    if d is None or r.formula is None or not r.formula.has(sp.Max):
+        return "", ""
+    maxes = list(r.formula.atoms(sp.Max))
+    if len(maxes) != 1 or len(maxes[0].args) != 2:
+        return "", ""
+    m = maxes[0]
+    spec = r.claim.value.get("roofline") if isinstance(r.claim.value, Mapping) else None
+    if isinstance(spec, Mapping) and _b not in r.formula.free_symbols:
+        try:  # the roofline's own number format fixed b (bf16 unless the recipe says)
+            width = bytes_per_value(str(spec.get("precision", "bf16")))
+        except (SymroofError, ValueError):
+            return "", ""
+        d = dataclasses.replace(d, flops=d.flops.subs(_b, width), bytes=d.bytes.subs(_b, width))
+    found = _roofline_form(r.formula, m, d.flops, d.bytes)
+    if found is None:
+        return "", ""
+    named, peak, bandwidth = found
+    values = [f"F = {latex(d.flops)}", f"Q = {latex(d.bytes)}",
+              f"\\pi = {number_latex(peak)}\\ \\mathrm{{FLOP/s}}",
+              f"\\beta = {number_latex(bandwidth)}\\ \\mathrm{{B/s}}"]
+    return latex(named), ", ".join(values)
+
+
+@functools.lru_cache(maxsize=1024)  # the Markdown and the LaTeX ask for the same claims
+def _roofline_form(formula: sp.Expr, m: sp.Max, flops: sp.Expr, bytes_: sp.Expr
+                   ) -> tuple[sp.Expr, sp.Expr, sp.Expr] | None:
+    """``formula`` with its ``max`` ``m`` written max(F/π, Q/β), and π and β, where
+    ``flops``/``bytes_`` over m's arguments are positive numbers and the result is exact."""
+    compute, memory = sorted(m.args, key=lambda a: sp.cancel(flops / a).is_number is not True)
+    peak, bandwidth = sp.cancel(flops / compute), sp.cancel(bytes_ / memory)
+    if not (peak.is_Rational and bandwidth.is_Rational and peak > 0 and bandwidth > 0):
+        return None
+    named = formula.xreplace({m: sp.Max(_F / _PI, _Q / _BETA)})
+    back = named.xreplace({_F: flops, _Q: bytes_, _PI: peak, _BETA: bandwidth})
+    if sp.cancel(back - formula) != 0:  # never shown unless exact
+        return None
+    return named, peak, bandwidth
+
+
 def _in_names(r: Result) -> str:
     """The claim's formula rewritten in the names its claim declares, as LaTeX, or ""
     where no name applies."""
     names, _ = _names(r)
     if r.formula is None or not names or not r.formula.free_symbols:
         return ""
+    return _rewritten(r.formula, tuple(names.items()))
+
+
+@functools.lru_cache(maxsize=1024)  # the Markdown and the LaTeX ask for the same claims
+def _rewritten(formula: sp.Expr, names: tuple[tuple[sp.Symbol, sp.Expr], ...]) -> str:
     try:
-        named = notation.rewrite(r.formula, names, where=f"claim {r.claim.id}")
+        named = notation.rewrite(formula, dict(names), where="claim")
     except SymroofError:
         return ""
-    if named == r.formula:
-        return ""
-    return notation.latex(named, names)
+    return "" if named == formula else notation.latex(named, dict(names))
 
 
 def _errata_groups(results: Sequence[Result]) -> list[list[Result]]:
@@ -381,11 +515,12 @@ def errata(outcome: Outcome, flavour: str = "md") -> list[dict[str, Any]]:
     """The errata table's groups: a cause, then one row per claim (printed, corrected,
     severity, status, anchor)."""
     esc = _escape(flavour)
+    ids = _id_pattern([r.claim.id for r in outcome.results])
     out = []
     for n, group in enumerate(_errata_groups(outcome.results), 1):
         first = group[0]
         cause = getattr(first.claim, "cause", None) or ""
-        out.append({"n": n, "cause": esc(str(cause)), "rows": [{
+        out.append({"n": n, "cause": prose(str(cause), flavour, ids), "rows": [{
             "id": esc(r.claim.id) if flavour == "tex" else r.claim.id,
             "anchor": r.claim.id.replace(".", "-"), "quantity": esc(r.claim.quantity),
             "printed": _printed(r, flavour), "corrected": _shown(r.derived, r, flavour),
@@ -404,10 +539,13 @@ def _printed(r: Result, flavour: str) -> str:
     return _shown(claimed, r, flavour)
 
 
-def _claim_item(r: Result, flavour: str) -> dict[str, Any]:
+def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> dict[str, Any]:
     esc = _escape(flavour)
     c = r.claim
     names, numbers = _names(r)
+    in_names, named_values = _in_names(r), ""
+    if not in_names:
+        in_names, named_values = _roofline_names(r)
     subs = ", ".join(f"{latex(k)} = {latex(v)}" for k, v in {**names, **numbers}.items())
     claimed = (_in_unit(r.claimed, r, flavour) if r.claimed is not None else
                latex(r.claimed_formula) if r.claimed_formula is not None else "")
@@ -415,18 +553,21 @@ def _claim_item(r: Result, flavour: str) -> dict[str, Any]:
         "id": esc(c.id) if flavour == "tex" else c.id, "anchor": c.id.replace(".", "-"),
         "quantity": esc(c.quantity),
         "quote": _quote(c.quote, flavour), "status": r.status, "kind": c.kind,
-        "formula": latex(r.formula) if r.formula is not None else "",
-        "in_names": _in_names(r),
-        "names": ", ".join(f"{latex(k)} = {latex(v)}" for k, v in names.items()),
-        "numbers": ", ".join(f"{latex(k)} = {latex(v)}" for k, v in numbers.items()),
+        # in the roofline's names the folded form says nothing more (and reads worse)
+        "formula": latex(r.formula) if r.formula is not None and not named_values else "",
+        "in_names": in_names,
+        "names": named_values or ", ".join(f"{latex(k)} = {latex(v)}" for k, v in names.items()),
+        "numbers": ", ".join(f"{latex(k)} = {number_latex(v)}" for k, v in numbers.items()),
         "derived_formula": (latex(r.derived) if r.derived is not None and r.derived.free_symbols
                             else ""),
         "subs": subs, "derived": _in_unit(r.derived, r, flavour),
         "claimed": claimed, "claimed_is_formula": r.claimed_formula is not None,
-        "tolerance": esc(r.tolerance), "note": esc(c.note), "source": esc(c.source),
+        "tolerance": esc(r.tolerance), "note": prose(c.note, flavour, ids),
+        "source": esc(c.source),
         "assumptions": [esc(str(a)) for a in getattr(c, "assumptions", ()) or ()],
-        "findings": [_quote(str(f), flavour) for f in getattr(r, "findings", ()) or ()],
-        "message": esc(r.message),
+        "findings": [prose(str(f), flavour, ids) for f in getattr(r, "findings", ()) or ()],
+        "message": esc(r.message), "derivation": _derivation(r, flavour),
+        "condition": _condition(r),
         "alternatives": [{"label": esc(a.label),
                           "value": (_in_unit(a.derived, r, flavour) if a.derived is not None and not
                                     a.derived.free_symbols else
@@ -436,7 +577,36 @@ def _claim_item(r: Result, flavour: str) -> dict[str, Any]:
     }
 
 
-def _table_item(rows: list[Result], flavour: str) -> dict[str, Any]:
+#: A qualitative claim's bound of 1 on a ratio, as the relation the condition states
+_RELATIONS = {"less_than": "<", "at_most": "\\le", "greater_than": ">", "at_least": "\\ge"}
+
+
+def _condition(r: Result) -> str:
+    """A qualitative claim ("decode is memory-bound": intensity over the ridge below 1) as
+    the condition it states, in math, with the derived side filled in
+    (``0.0752 < 1``); "" for any other claim. Whether it holds is the claim's status."""
+    (rule, _), = r.claim.rounding.items()
+    if (rule not in _RELATIONS or r.claim.unit not in ("-", "ratio") or r.claimed != 1
+            or r.derived is None or r.derived.free_symbols):
+        return ""
+    return f"{number_latex(sp.Float(r.derived, 6)) if not r.derived.is_Integer else r.derived}" \
+        f" {_RELATIONS[rule]} 1"
+
+
+def _derivation(r: Result, flavour: str) -> dict[str, Any] | None:
+    """The claim's derivation table (:mod:`symroof.verify.derivation`) as LaTeX math
+    cells: each row's ops, F and Q, their sums, and the step to the claim."""
+    d = getattr(r, "derivation", None)
+    if d is None:
+        return None
+    code = _escape(flavour) if flavour == "tex" else _code
+    return {"rows": [{"label": code(row.label), "F": latex(row.flops), "Q": latex(row.bytes)}
+                     for row in d.rows],
+            "F": latex(d.flops), "Q": latex(d.bytes), "step": _escape(flavour)(d.step)}
+
+
+def _table_item(rows: list[Result], flavour: str, ids: re.Pattern[str] | None = None
+                ) -> dict[str, Any]:
     """A table of the document as one table: a line per printed figure (row, column,
     printed, corrected, status), with the unit in the header where all share it."""
     esc = _escape(flavour)
@@ -455,9 +625,17 @@ def _table_item(rows: list[Result], flavour: str) -> dict[str, Any]:
     def claimed(r: Result) -> sp.Expr | None:
         return r.claimed if r.claimed is not None else r.claimed_formula
 
-    columns = {r.claim.table["column"] for r in rows if r.claim.table is not None}
+    columns = list(dict.fromkeys(r.claim.table["column"] for r in rows if r.claim.table))
+    title = next((r.claim.table["title"] for r in rows
+                  if r.claim.table and r.claim.table.get("title")), "") or \
+        f"Table: {', '.join(columns)}"  # no caption declared: what its columns hold
+    claims = [_claim_item(r, flavour, ids) for r in rows]
+    for before, item in zip(claims, claims[1:]):
+        if item["quote"] == before["quote"] or item["quote"] == before.get("quote_shown"):
+            item["quote_shown"], item["quote"] = item["quote"], ""  # one quote, said once
     return {"type": "table", "id": esc(first["id"]) if flavour == "tex" else first["id"],
-            "anchor": first["id"].replace(".", "-"),
+            "anchor": first["id"].replace(".", "-"), "title": esc(title),
+            "grid": _grid(rows, columns, flavour),
             "unit": "" if unit in ("", "-", "ratio") else esc(unit),
             "one_column": len(columns) == 1, "column": esc(first["column"]),
             "rows": [{"row": esc(r.claim.table["row"]) if r.claim.table else "",
@@ -465,7 +643,36 @@ def _table_item(rows: list[Result], flavour: str) -> dict[str, Any]:
                       "anchor": r.claim.id.replace(".", "-"),
                       "printed": value(claimed(r), r) or "--",
                       "corrected": value(r.derived, r), "status": r.status} for r in rows],
-            "claims": [_claim_item(r, flavour) for r in rows]}
+            "claims": claims}
+
+
+def _grid(rows: list[Result], columns: list[str], flavour: str) -> dict[str, Any] | None:
+    """An exercise's answers (a table whose every claim is ``derived``) as the grid the
+    exercise asks for: one line per row, one column per asked quantity, the unit in the
+    column's header where its answers share one; None for any other table."""
+    esc = _escape(flavour)
+    cells = {(r.claim.table["row"], r.claim.table["column"]): r for r in rows if r.claim.table}
+    if len(columns) < 2 or len(cells) != len(rows) or any(r.status != "derived" for r in rows):
+        return None
+    header = []
+    for column in columns:
+        units = {r.claim.unit for (_, c), r in cells.items() if c == column}
+        unit = units.pop() if len(units) == 1 else ""
+        header.append({"name": esc(column), "unit": "" if unit in ("", "-", "ratio") else
+                       _escape(flavour)(unit), "shared": bool(unit)})
+    lines = []
+    for row in dict.fromkeys(r.claim.table["row"] for r in rows if r.claim.table):
+        line = []
+        for column, head in zip(columns, header):
+            r = cells.get((row, column))
+            if r is None or r.derived is None:
+                line.append({"value": "", "anchor": ""})
+                continue
+            shown = (f"${latex(r.derived)}$" if r.derived.free_symbols else
+                     figure(r.derived / r.scale) if head["shared"] else _in_unit(r.derived, r, flavour))
+            line.append({"value": shown, "anchor": r.claim.id.replace(".", "-")})
+        lines.append({"row": esc(row), "cells": line})
+    return {"columns": header, "rows": lines}
 
 
 def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
@@ -473,6 +680,7 @@ def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
     """Everything the appendix templates place, formatted for ``flavour`` (md or tex)."""
     esc = _escape(flavour)
     src = outcome.source
+    ids = _id_pattern([r.claim.id for r in outcome.results])
     tables: dict[str, list[Result]] = {}
     for r in outcome.results:
         if r.claim.table is not None:
@@ -481,6 +689,7 @@ def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
     for doc in src.documents:
         sections: list[dict[str, Any]] = []
         by_title: dict[str, dict[str, Any]] = {}
+        entry_of: dict[str, dict[str, Any]] = {}  # claim id -> its entry (its table's)
         for r in outcome.results:
             if r.claim.document != doc.id and not (r.status == "error" and not r.claim.document
                                                    and doc is src.documents[0]):
@@ -492,16 +701,25 @@ def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
             items = by_title[title]["entries"]
             table = r.claim.table
             if table is None:
-                items.append({"type": "claim", **_claim_item(r, flavour)})
+                items.append({"type": "claim", **_claim_item(r, flavour, ids)})
             elif tables[table["id"]][0] is r:
-                items.append(_table_item(tables[table["id"]], flavour))
+                items.append(_table_item(tables[table["id"]], flavour, ids))
+            entry_of[r.claim.id] = items[-1]
+        follows: dict[int, list[dict[str, Any]]] = {}
         for ch in charts:
-            if ch.document == doc.id:
-                target = by_title.get(ch.after) or (sections[-1] if sections else None)
-                if target is not None:
-                    target["charts"].append({"id": ch.id, "title": esc(ch.title),
-                                             "svg_path": f"charts/{ch.id}.svg",
-                                             "pgfplots": ch.pgfplots})
+            if ch.document != doc.id:
+                continue
+            shown = {"type": "chart", "id": ch.id, "title": esc(ch.title),
+                     "svg_path": f"charts/{ch.id}.svg", "pgfplots": ch.pgfplots}
+            if ch.after in entry_of:  # a chart names the claim it illustrates: beside it
+                follows.setdefault(id(entry_of[ch.after]), []).append(shown)
+                continue
+            target = by_title.get(ch.after) or (sections[-1] if sections else None)
+            if target is not None:
+                target["charts"].append(shown)
+        for section in sections:
+            section["entries"] = [e for entry in section["entries"]
+                                  for e in (entry, *follows.get(id(entry), ()))]
         for n, section in enumerate(sections, 1):
             section["anchor"] = f"d{doc.id}-{n}"
         documents.append({"id": doc.id, "title": esc(doc.title),
@@ -517,6 +735,10 @@ def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
             "statuses": [{"status": s, "meaning": esc(m)} for s, m in STATUSES.items()],
             "rounding_rule": esc(getattr(_compare, "ROUNDING_RULE", "")),
             "errata": errata(outcome, flavour),
+            "out_of_scope": [{"document": esc(f"Seed {o.document}"),
+                              "section": esc(o.section), "quote": _quote(o.quote, flavour),
+                              "reason": prose(o.reason, flavour, ids)}
+                             for o in getattr(src, "out_of_scope", ())],
             "n_errata": sum(r.status in ERRATA_STATUSES for r in outcome.results),
             "documents": documents}
 

@@ -360,14 +360,14 @@ class Canvas:
               size: int = 11, optional: bool = False) -> None:
         """``text`` beside one of the data points, on the side given with it: the first of
         the places that cover the fewest labels, markers and lines. An optional label that
-        would cover another label or leave the plot is left out."""
+        would cover anything (a label, a marker, a drawn line) or leave the plot is left out."""
         def box(c: tuple[float, float, _Spot]) -> _Box:
             px, py = self.pixel(c[0], c[1])
             return _text_box(px + c[2].dx, py + c[2].dy, c[2].anchor, text, size)
         x, y, spot = min(spots, key=lambda c: self._score(box(c)))
+        if optional and self._score(box((x, y, spot))) > 0:  # an extra never crosses a line
+            return
         if self._score(box((x, y, spot))) >= 10:     # covers a label or a marker: look further
-            if optional:
-                return
             further = [(c[0], c[1], f) for c in spots[:1] for f in _FURTHER]
             x, y, spot = min([(x, y, spot), *further], key=lambda c: self._score(box(c)))
         self.boxes.append(box((x, y, spot)))

@@ -253,7 +253,8 @@ def _roofline(chart: RooflineChart, tex: bool, palette: Palette, size: tuple[int
         cv.label("point-label", p.label,
                  [(p.intensity_flop_per_byte, p.flop_per_s, s) for s in _POINT_SPOTS])
     for x, y, _ in ridges:   # a ridge's intensity, only where it covers nothing named
-        cv.label("ridge-label", si(x), [(x, y, s) for s in (BR_SPOT, AL_SPOT, R_SPOT, BL_SPOT)], 9, optional=True)
+        cv.label("ridge-label", si(x), [(x, y, s) for s in (BR_SPOT, AL_SPOT, R_SPOT, BL_SPOT,
+                                                            AR_SPOT, *FAR)], 9, optional=True)
     return cv.finish(chart.title, "Arithmetic intensity (FLOP/B)",
                      "Attainable performance (FLOP/s)")
 

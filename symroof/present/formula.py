@@ -20,6 +20,8 @@ text, an upright ``\\mathrm{i}`` in LaTeX. An exact number of more than
 
 from __future__ import annotations
 
+import functools
+
 import sympy as sp
 from mpmath.libmp import from_rational, to_str
 from sympy.printing.latex import LatexPrinter
@@ -148,4 +150,17 @@ def text(expr: object) -> str:
 
 def latex(expr: object) -> str:
     """LaTeX textbook form."""
+    try:
+        return _latex_cached(expr)
+    except TypeError:  # an unhashable argument: printed, not remembered
+        return _latex(expr)
+
+
+def _latex(expr: object) -> str:
     return _Latex({"imaginary_unit": "ri"}).doprint(display(expr))  # upright i, not I
+
+
+# A report prints the same formulas many times (the Markdown and the LaTeX of one
+# appendix, a table row and its claim): display() cancels and factors, so each
+# expression is printed once. SymPy expressions are immutable and hash by value.
+_latex_cached = functools.lru_cache(maxsize=4096)(_latex)

@@ -50,7 +50,8 @@ from symroof.verify.charts import check_chart
 from symroof.verify.compare import (comparison, half_unit, propagated_halfwidth, status,
                                     tolerance_text)
 from symroof.verify.grammar import dimension_of
-from symroof.verify.recipe import Context, check_value, declare_each, evaluate, honour
+from symroof.verify.derivation import Derivation, derivation
+from symroof.verify.recipe import Context, check_value, declare_each, evaluate, honour, workload
 from symroof.verify.schema import Chart, Claim, ClaimFile, field_line
 
 __all__ = ["Result", "Alternative", "Outcome", "run_claims", "derive", "STATUSES",
@@ -89,6 +90,7 @@ class Result:
     message: str = ""                       # the error, for status "error"
     findings: tuple[str, ...] = ()          # the engine's remarks beside the row
     comparison: str = ""                    # "equal", "within", "at most", "at least"
+    derivation: Derivation | None = None    # the ops' F and Q and the step to the claim
 
     @property
     def assumptions(self) -> tuple[str, ...]:
@@ -194,7 +196,20 @@ def _check(claim: Claim, ctx: Context, claims: Mapping[str, Claim]) -> Result:
         note = fill_note(claim.note, result)
     return dataclasses.replace(result, claim=dataclasses.replace(claim, note=note),
                                findings=tuple(findings),
-                               comparison=comparison(claim.rounding))
+                               comparison=comparison(claim.rounding),
+                               derivation=_derivation(claim, result, ctx))
+
+
+def _derivation(claim: Claim, result: Result, ctx: Context) -> Derivation | None:
+    """The claim's derivation table (None where its recipe reads no workload at its top,
+    or the claim could not be computed); the workload is the recipe's own, cached."""
+    if result.status == "error" or claim.value is None:
+        return None
+    where = _at(claim, ctx, "value")
+    try:
+        return derivation(claim.value, lambda spec: workload(spec, ctx, {}, where))
+    except SymroofError:  # the verdict stands without its table
+        return None
 
 
 def _number(value: sp.Expr | None, claim: Claim) -> float | None:
@@ -204,12 +219,14 @@ def _number(value: sp.Expr | None, claim: Claim) -> float | None:
 
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(:[^{}]*)?\}")
+_NOTE_MATH = re.compile(r"(\$[^$\n]+\$)")
 
 
 def fill_note(note: str, result: Result) -> str:
     """``note`` with ``{derived}``, ``{claimed}``, ``{altN}`` and ``{with_communication}``
     filled in the claim's unit (a format spec such as ``:.3g`` is applied; the default
-    is 4 significant figures)."""
+    is 4 significant figures). Braces inside the note's ``$...$`` math are TeX's
+    (``$d_{\\mathrm{ff}}$``), not placeholders."""
     values: dict[str, float | None] = {"derived": _number(result.derived, result.claim),
                                        "claimed": _number(result.claimed, result.claim)}
     for i, alt in enumerate(result.alternatives):
@@ -229,7 +246,8 @@ def fill_note(note: str, result: Result) -> str:
             return _plain(format(v, spec))
         except ValueError as err:
             raise SymroofError(f"note placeholder {{{name}}}: bad format {spec!r} ({err})")
-    return _PLACEHOLDER.sub(fill, note)
+    parts = _NOTE_MATH.split(note)  # odd parts are $...$ math, left as they are
+    return "".join(p if i % 2 else _PLACEHOLDER.sub(fill, p) for i, p in enumerate(parts))
 
 
 def _plain(text: str) -> str:

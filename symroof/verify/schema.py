@@ -51,7 +51,7 @@ from symroof.files import parse_toml, read_text
 from symroof.verify import units
 from symroof.verify.compare import check_rounding
 
-__all__ = ["Document", "Claim", "Chart", "ClaimFile", "load_claims", "parse_claims", "EXAMPLE",
+__all__ = ["Document", "Claim", "Chart", "ClaimFile", "OutOfScope", "load_claims", "parse_claims", "EXAMPLE",
            "validate_claim", "check_id", "check_symbols", "CLAIM_FIELDS", "MAX_CLAIMS"]
 
 #: The most claims one claim file may hold (the seed appendix has a few hundred).
@@ -88,12 +88,14 @@ CLAIM_FIELDS = {
     "status": '"cited": empirical, or quoted faithfully from a source (a recipe, if given, '
               'checks the inputs the source states, noting any inconsistency)',
     "source": "the reference a cited figure comes from", "kind": '"exercise" for an answer',
-    "note": "what differs and why, or the assumptions", "table": "{id, row, column}",
+    "note": "what differs and why, or the assumptions",
+    "table": "{id, row, column, title?}: a cell of the document's table (title: its caption)",
     "alternatives": "[{label, value, subs}]: the figure under other conventions",
     "assumptions": "what the document states it assumes or ignores (the verdict's basis)",
     "propagated": "ids of printed figures the document computed this one from",
     "places": "[{section, quote, claimed, convention}]: the same quantity printed elsewhere",
     "fits": "{what, need, capacity}: a feasibility check, a finding when need > capacity",
+    "cause": "the root cause of an erratum, in words (claims with one cause are one erratum)",
 }
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}")
 _SYMBOL = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
@@ -166,6 +168,18 @@ class Claim:
     propagated: tuple[str, ...] = ()    # printed inputs whose rounding the document carried
     places: tuple[Mapping[str, Any], ...] = ()  # the same quantity printed elsewhere
     fits: Mapping[str, Any] | None = None       # {what, need, capacity}
+    cause: str = ""                     # an erratum's root cause (groups the errata table)
+
+
+@dataclass(frozen=True)
+class OutOfScope:
+    """A statement of a document that no claim checks (a measurement, a request for an
+    explanation), with the reason; the appendix lists them."""
+
+    document: str
+    section: str
+    quote: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -189,6 +203,8 @@ class ClaimFile:
     claims: tuple[Claim, ...]
     charts: tuple[Chart, ...]
     text: str = ""
+    date: str = ""                      # the claim file's date (the appendix's front matter)
+    out_of_scope: tuple[OutOfScope, ...] = ()  # statements the file does not check, and why
 
 
 def _lines_of(text: str, header: str) -> list[int]:
@@ -261,7 +277,7 @@ def _validated(raw: Mapping[str, Any], line: int, text: str, path: str, document
                                 or not math.isfinite(claimed)):
         raise SymroofError(f"{at('claimed')}: expected a finite number as printed, got "
                            f"{claimed!r}")
-    for name in ("note", "source"):
+    for name in ("note", "source", "cause"):
         if name in raw and not isinstance(raw[name], str):
             raise SymroofError(f"{at(name)}: expected a string, got {raw[name]!r}")
     formula = raw.get("claimed_formula")
@@ -291,9 +307,11 @@ def _validated(raw: Mapping[str, Any], line: int, text: str, path: str, document
     rounding = raw.get("rounding", {"exact": True})
     rounding = check_rounding(rounding, at("rounding"))
     table = raw.get("table")
-    if table is not None and (not isinstance(table, Mapping) or set(table) != {"id", "row", "column"}
+    if table is not None and (not isinstance(table, Mapping) or not {"id", "row", "column"}
+                              <= set(table) <= {"id", "row", "column", "title"}
                               or not all(isinstance(v, str) for v in table.values())):
-        raise SymroofError(f"{at('table')}: expected {{id = ..., row = ..., column = ...}}")
+        raise SymroofError(f"{at('table')}: expected {{id = ..., row = ..., column = ...}} "
+                           "(and optionally title = ...)")
     if table is not None:
         check_id(table["id"], f"{at('table')} id")
     alternatives = raw.get("alternatives", [])
@@ -341,13 +359,15 @@ def _validated(raw: Mapping[str, Any], line: int, text: str, path: str, document
         status=status, source=raw.get("source", ""), kind=kind, note=raw.get("note", "").strip(),
         table=dict(table) if table else None, alternatives=tuple(alternatives),
         assumptions=tuple(assumptions), propagated=tuple(propagated),
-        places=tuple(dict(p) for p in places), fits=dict(fits) if fits else None)
+        places=tuple(dict(p) for p in places), fits=dict(fits) if fits else None,
+        cause=raw.get("cause", "").strip())
 
 
 def parse_claims(text: str, path: str = "<claims>") -> ClaimFile:
     """A claim file from its text (``path`` names it in errors)."""
     data = parse_toml(text, path)
-    known = {"title", "description", "symbols", "document", "claim", "chart"}
+    known = {"title", "description", "date", "symbols", "document", "claim", "chart",
+             "out_of_scope"}
     extra = set(data) - known
     if extra:
         raise SymroofError(f"{path}: unknown top-level key {sorted(extra)[0]!r}; expected "
@@ -378,9 +398,32 @@ def parse_claims(text: str, path: str = "<claims>") -> ClaimFile:
         seen.setdefault(c.id, line)
         claims.append(c)
     symbols = check_symbols(data.get("symbols", {}), f"{path}:{_line_at(text, '[symbols]')}")
+    date = data.get("date", "")
+    if not isinstance(date, str):  # a TOML date would print in the front matter as Python's repr
+        raise SymroofError(f"{path}:{_line_at(text, 'date')}: date: expected a string as the "
+                           f"front matter prints it (\"2026-12-02\"), got {date!r}")
     return ClaimFile(path, str(data.get("title", Path(path).stem)),
                      str(data.get("description", "")), symbols, tuple(docs),
-                     tuple(claims), _charts(data.get("chart", []), text, path), text)
+                     tuple(claims), _charts(data.get("chart", []), text, path), text,
+                     date.strip(), _out_of_scope(data.get("out_of_scope", []), ids, text, path))
+
+
+def _out_of_scope(raw: object, documents: set[str], text: str, path: str
+                  ) -> tuple[OutOfScope, ...]:
+    """The ``[[out_of_scope]]`` tables: {document, section, quote, reason}, all strings."""
+    keys = ("document", "section", "quote", "reason")
+    lines = _lines_of(text, "out_of_scope")
+    out = []
+    for i, entry in enumerate(raw if isinstance(raw, list) else [raw]):
+        where = f"{path}:{lines[i] if i < len(lines) else 0}: out_of_scope #{i + 1}"
+        if not isinstance(entry, Mapping) or set(entry) != set(keys) or not all(
+                isinstance(entry[k], str) and entry[k].strip() for k in keys):
+            raise SymroofError(f"{where}: expected {{{', '.join(keys)}}}, each a non-empty string")
+        if entry["document"] not in documents:
+            raise SymroofError(f"{where} field 'document': no [[document]] with id "
+                               f"{entry['document']!r}")
+        out.append(OutOfScope(*(entry[k].strip() for k in keys)))
+    return tuple(out)
 
 
 def _charts(raw: object, text: str, path: str) -> tuple[Chart, ...]:

@@ -69,8 +69,8 @@ def test_errata_come_first_each_linked_and_graded(md, items):
 
 def test_formulas_are_shown_in_the_documents_names_first(md):
     block = md.split('<a id="s000-intro-training-6n"></a>')[1].split("<a id=")[0]
-    assert block.index("6 P") < block.index("72 L D^{2}")
-    assert "with $P = 12 L D^{2}$" in block
+    assert "6 P = 72 L D^{2}" in block  # the document's names first, then the expansion
+    assert "With $P = 12 L D^{2}$" in block
 
 
 def test_markdown_math_has_no_inner_spaces_and_code_spans_no_escapes(md):
