@@ -33,8 +33,11 @@ FORMATS = ("md", "tex", "json")
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("source", metavar="FILE|appendix",
+    p.add_argument("source", metavar="FILE|appendix", nargs="?",
                    help="a claim file (TOML), or 'appendix' for the seed appendix")
+    p.add_argument("--reference", action="store_true",
+                   help="print the claim-file reference (every recipe node, quantity, unit, "
+                   "rounding rule and status) as Markdown, and nothing else")
     p.add_argument("--out", default=None, help="output folder (default: reports/ for the "
                    "appendix, the claim file's folder otherwise)")
     p.add_argument("--format", default="md,tex,json",
@@ -84,6 +87,14 @@ def write_report(source: str, out: Path, formats: list[str],
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:
+    if args.reference:
+        if args.source is not None:
+            raise SymroofError("--reference prints the reference; give no claim file with it")
+        from symroof.verify.reference import reference  # only this flag needs it
+        out(reference().rstrip("\n"))
+        return 0
+    if args.source is None:
+        raise SymroofError("report: expected a claim file (or 'appendix'), or --reference")
     folder = Path(args.out) if args.out else (
         Path("reports") if args.source == "appendix" else Path(args.source).parent)
     if folder.exists() and not folder.is_dir():   # refused before any claim runs

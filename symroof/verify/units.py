@@ -28,7 +28,7 @@ import sympy as sp
 from symroof.errors import SymroofError, suggest
 
 __all__ = ["BASE_UNITS", "QUANTITY_UNITS", "UNIT_DIMENSIONS", "DIMENSIONS", "scale", "base",
-           "split", "dimension", "check_unit"]
+           "split", "dimension", "check_unit", "DIMENSION_UNITS"]
 
 #: Units a claim may state (before any prefix), each with what it measures.
 BASE_UNITS = {
@@ -59,6 +59,12 @@ DIMENSIONS = {
     "work": "a count of operations", "bytes": "a number of bytes", "time": "a time",
     "intensity": "an intensity", "rate": "a compute rate", "bandwidth": "a bandwidth",
     "per_time": "a rate per second", "number": "a plain number",
+}
+
+#: The unit the engine computes each dimension in (the reference's unit column).
+DIMENSION_UNITS = {
+    "work": "FLOP", "bytes": "B", "time": "s", "intensity": "FLOP/B", "rate": "FLOP/s",
+    "bandwidth": "B/s", "per_time": "tokens/s", "number": "-",
 }
 
 #: The dimension of each base unit (counts of tokens, parameters... are plain numbers).
