@@ -106,9 +106,12 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     else:
         for path in written:
             out(terminal_safe(f"wrote {path}"))
+        for message in errors:   # every error of the file, each naming its claim and field
+            out(terminal_safe(f"error: {message}"))
         out(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     if errors:
-        raise SymroofError(f"{len(errors)} claim(s) could not be computed; first: {errors[0]}")
+        raise SymroofError(f"{len(errors)} claim(s) could not be computed (each is listed "
+                           f"above, and in the report); first: {errors[0]}")
     return 0
 
 

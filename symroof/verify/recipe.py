@@ -843,6 +843,9 @@ def _crossover_node(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any
     index = _index(node, where)
     roots = _calling(where, crossover, evaluate(s.get("lhs"), ctx, env, f"{where}.lhs"),
                      evaluate(s.get("rhs"), ctx, env, f"{where}.rhs"), var)
+    if not roots:
+        raise SymroofError(f"{where}: the sides never cross: "
+                           f"{getattr(roots, 'reason', '') or f'no positive solution in {var}'}")
     if index >= len(roots):
         raise SymroofError(f"{where}: {len(roots)} positive solution(s) in {var}, no index {index}")
     return roots[index].value

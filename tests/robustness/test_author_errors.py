@@ -1,0 +1,147 @@
+"""What a new author meets in the first hour: each mistake is named by file, line, claim
+id and field, every error of a file is printed (not only the first), a unit that does
+not fit its quantity names the units that would, and a claim that fails validation
+renders cleanly in every format, in its own section, with its error."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import sympy as sp
+
+from symroof.cli import main
+from symroof.errors import SymroofError
+from symroof.verify import units
+
+_HEAD = '[[document]]\nid = "d"\nfile = "d.md"\ntitle = "D"\n'
+
+
+def _claim(cid: str, unit: str, value: str, section: str = "S", extra: str = "") -> str:
+    return (f'\n[[claim]]\nid = "{cid}"\ndocument = "d"\nsection = "{section}"\nquote = "q {cid}"\n'
+            f'quantity = "x"\nunit = "{unit}"\nclaimed = 1\n{extra}value = {value}\n')
+
+
+MISTAKES = {  # id: (unit, recipe, the field named, words the message must hold)
+    "unknown-model": ("B", '{model = "llama-9", q = "weight_bytes_total"}', "value",
+                      "unknown model 'llama-9' (did you mean"),
+    "unknown-chip": ("FLOP/B", '{hardware = "h900", q = "ridge"}', "value",
+                     "unknown hardware 'h900'"),
+    "missing-precision": ("FLOP/s", '{hardware = "opteron-x2", q = "peak", precision = "fp8"}',
+                          "value", "no matrix or vector peak for fp8"),
+    "ridge-in-tflops": ("TFLOP/s", '{hardware = "h100-sxm", q = "ridge"}', "unit",
+                        "'TFLOP/s' measures a compute rate, but the value is an intensity; "
+                        "expected a unit such as FLOP/B, OP/B"),
+    "time-in-gb": ("GB", '{roofline = {workload = {builder = "gemm", args = [64, 64, 64]}, '
+                   'hardware = "h100-sxm"}, q = "time_s"}', "unit",
+                   "'GB' measures bytes, but the value is a time; expected a unit such as "
+                   "s, h, days"),
+    "no-crossing": ("-", '{crossover = {lhs = "n", rhs = "n + 1", var = "n"}}', "value",
+                    "the sides never cross: the sides differ by -1, never 0, for every n"),
+}
+
+
+@pytest.fixture
+def bad_file(tmp_path: Path) -> Path:
+    path = tmp_path / "bad.toml"
+    path.write_text(_HEAD + "".join(_claim(k, u, v) for k, (u, v, _, _) in MISTAKES.items()),
+                    encoding="utf-8")
+    return path
+
+
+def test_every_error_of_a_file_is_printed_naming_file_line_claim_and_field(bad_file, capsys):
+    text = bad_file.read_text(encoding="utf-8").splitlines()
+    code = main(["report", str(bad_file), "--out", str(bad_file.parent / "out")])
+    captured = capsys.readouterr()
+    assert code == 2
+    errors = [ln for ln in captured.out.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == len(MISTAKES)                 # all of them, not only the first
+    for line, (cid, (_, _, field, words)) in zip(errors, MISTAKES.items()):
+        m = re.match(rf"error: {re.escape(str(bad_file))}:(\d+): claim '{cid}' field '{field}'",
+                     line)
+        assert m, line
+        assert text[int(m.group(1)) - 1].startswith(f"{field} ="), line  # the field's own line
+        assert words in line, line
+    assert captured.out.splitlines()[-1] == f"{len(MISTAKES)} error"
+    assert captured.err.count("\n") == 1 and f"{len(MISTAKES)} claim(s) could not be computed" \
+        in captured.err
+
+
+def test_json_summary_lists_every_error(bad_file, capsys):
+    main(["report", str(bad_file), "--out", str(bad_file.parent / "out"), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert [re.search(r"claim '([^']+)'", e).group(1) for e in doc["errors"]] == list(MISTAKES)
+
+
+def test_check_prints_every_bad_annotation_with_its_line(tmp_path, capsys):
+    doc = tmp_path / "ch.md"
+    doc.write_text("# Ridge\nThe ridge is 295 TFLOP/s.\n<!-- symroof claimed = 295\n"
+                   'unit = "TFLOP/s"\nvalue = {hardware = "h100-sxm", q = "ridge"} -->\n'
+                   "A step takes 5 GB.\n<!-- symroof claimed = 5\nunit = \"GB\"\n"
+                   "value = " + MISTAKES["time-in-gb"][1] + " -->\n", encoding="utf-8")
+    assert main(["check", str(doc)]) == 2
+    out = capsys.readouterr().out.splitlines()
+    assert [ln.split(": error:")[0] for ln in out[:-1]] == [f"{doc}:3", f"{doc}:7"]
+    assert "claim 'line-3' field 'unit'" in out[0] and "claim 'line-7' field 'unit'" in out[1]
+    assert out[-1] == "2 claims: 2 error"
+
+
+def test_a_claim_that_fails_validation_renders_cleanly_in_every_format(tmp_path, capsys):
+    path = tmp_path / "v.toml"
+    path.write_text(_HEAD + _claim("good", "FLOP/B", '{hardware = "h100-sxm", q = "ridge"}',
+                                   "First", 'rounding = {orders = 3}\n')
+                    + _claim("bad-unit", "furlongs", '{hardware = "h100-sxm", q = "ridge"}',
+                             "Second")
+                    + '\n[[claim]]\nid = "no-quote"\ndocument = "d"\nsection = "First"\n'
+                    'unit = "B"\nclaimed = 1\nvalue = 1\n', encoding="utf-8")
+    assert main(["report", str(path), "--out", str(tmp_path / "o")]) == 2
+    capsys.readouterr()
+    md = (tmp_path / "o" / "v.md").read_text(encoding="utf-8")
+    tex = (tmp_path / "o" / "v.tex").read_text(encoding="utf-8")
+    rows = json.loads((tmp_path / "o" / "v.json").read_text(encoding="utf-8"))
+    assert "****" not in md and not re.search(r"^> *$", md, re.M)
+    assert r"\textbf{}" not in tex and r"\begin{quote}\small \end{quote}" not in tex
+    assert "Claims that could not be read" not in md   # each stays in its own section
+    second = md.split("### Second")[1]
+    assert "**x** (`bad-unit`)" in second and "> q bad\\-unit" in second
+    assert "field 'unit': unknown unit 'furlongs'" in second
+    first = md.split("### First")[1].split("###")[0]
+    assert "**claim no\\-quote** (`no-quote`)" in first and "field 'quote'" in first
+    assert {r["id"]: r["status"] for r in rows} == {"good": "match", "bad-unit": "error",
+                                                   "no-quote": "error"}
+
+
+@pytest.mark.parametrize("unit, dim", [
+    ("GFLOP", "work"), ("TB/s", "bandwidth"), ("KiB", "bytes"), ("ms", "time"),
+    ("PFLOP/s", "rate"), ("kFLOP/token", "work"), ("MB/token", "bytes"), ("OP/B", "intensity"),
+    ("tokens/s", "per_time"), ("%", "number"), ("days", "time")])
+def test_each_unit_has_the_dimension_its_parts_give(unit, dim):
+    assert units.dimension(unit) == dim
+    w, i, t = sp.symbols("work information time", positive=True)
+    named = {"work": w, "bytes": i, "time": t, "bandwidth": i / t, "rate": w / t,
+             "intensity": w / i, "per_time": 1 / t, "number": sp.Integer(1)}
+    assert sp.cancel(units.dimension_expr(unit) - named[dim]) == 0
+
+
+def test_every_unit_conversion_is_the_prefix_it_names():
+    assert units.scale("TFLOP/s") == 10**12 and units.scale("TiB") == 2**40
+    assert units.scale("us") == sp.Rational(1, 10**6) and units.scale("h") == 3600
+    with pytest.raises(SymroofError, match=r"unknown unit 'furlongs'"):
+        units.split("furlongs", "f.toml:3: claim 'x' field 'unit'")
+
+
+def test_no_crossing_says_why_and_a_variable_on_neither_side_is_an_error():
+    import symroof as sr
+    from symroof.symbols import B, S
+    never = sr.crossover(B + 5, 2, B)
+    assert never == [] and never.reason == "no positive root in B (the real roots: -3)"
+    assert "reason=" in repr(never)                      # never a bare []
+    assert sr.crossover(B + 1, B, B).reason == "the sides differ by 1, never 0, for every B"
+    assert "every root complex" in sr.crossover(S**2 + 1, 0, S).reason
+    (c,) = sr.crossover(2 * B, 6, B)                     # a crossing still indexes as before
+    assert c.value == 3
+    with pytest.raises(SymroofError, match=r"crossover: B appears on neither side \(their "
+                                           r"symbols: S\)"):
+        sr.crossover(S, 2, B)
