@@ -12,10 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import sympy as sp
+
 from symroof.present.appendix import figure
 from symroof.verify import Outcome, Result
 
-__all__ = ["check_lines"]
+__all__ = ["check_lines", "terms", "MAX_TERMS"]
+
+#: The most terms a mismatch lists (the largest; the rest are summed as "others").
+MAX_TERMS = 6
 
 
 def _value(value: object, r: Result) -> str:
@@ -27,6 +32,29 @@ def _value(value: object, r: Result) -> str:
     return f"{figure(value / r.scale)}{unit}"
 
 
+def terms(r: Result) -> str:
+    """The additive terms of a mismatch's general formula, each with its value at the
+    claim's substitution, largest first: which part of the derivation contributes what
+    (the weights' bytes against the KV cache's), so the term a hand calculation left
+    out shows. Empty when the formula is not a sum of at least two terms."""
+    formula = r.formula
+    if formula is None or not isinstance(formula, sp.Add) or len(formula.args) > 200:
+        return ""
+    values = []
+    for term in formula.args:
+        value = term.xreplace(dict(r.subs)) if r.subs else term
+        if value.free_symbols or not value.is_number:
+            return ""
+        values.append((value, term))
+    values.sort(key=lambda vt: (-abs(vt[0]), str(vt[1])))
+    parts = [f"{_value(v, r)} from {t}" for v, t in values[:MAX_TERMS]]
+    rest = values[MAX_TERMS:]
+    if rest:
+        parts.append(f"{_value(sp.Add(*(v for v, _ in rest)), r)} from {len(rest)} others")
+    at = ", ".join(f"{k} = {v}" for k, v in sorted(r.subs.items(), key=lambda kv: str(kv[0])))
+    return " + ".join(parts) + (f" (at {at})" if at else "")
+
+
 def check_lines(outcome: Outcome) -> Iterator[str]:
     """``FILE:LINE: status: quantity: printed X, derived Y (tolerance)`` per failing claim."""
     path = outcome.source.path
@@ -36,6 +64,9 @@ def check_lines(outcome: Outcome) -> Iterator[str]:
                        else _value(r.claimed, r))
             yield (f"{path}:{r.claim.line}: mismatch: {r.claim.quantity}: printed {printed}, "
                    f"derived {_value(r.derived, r)} ({r.tolerance})")
+            shown = terms(r)
+            if shown:
+                yield f"  the derivation's terms: {shown}"
         elif r.status == "error":
             yield f"{path}:{r.claim.line}: error: {r.message}"
     n = len(outcome.results)

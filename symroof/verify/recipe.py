@@ -623,8 +623,15 @@ def _workload_q(a: Analysis, q: str, where: str) -> sp.Expr:
         raise SymroofError(f"{where}.q: unknown tensor kind {q[2:]!r}"
                            f"{suggest(q[2:], _KIND_NAMES)}; Q_<kind> takes one of "
                            f"{', '.join(_KIND_NAMES)}")
-    raise SymroofError(f"{where}.q: unknown workload quantity {q!r}"
-                       f"{suggest(q, quantities)}; expected one of {', '.join(quantities)}")
+    hint = _WORDS.get(q.lower())
+    hint = f" ({q} is {hint!r} here)" if hint in quantities else suggest(q, quantities)
+    raise SymroofError(f"{where}.q: unknown workload quantity {q!r}{hint}; expected one of "
+                       f"{', '.join(quantities)} (symroof report --reference lists each)")
+
+
+# the words an author writes for a workload's quantities, and the names they have here
+_WORDS = {"flops": "F", "flop": "F", "bytes": "Q", "traffic": "Q", "intensity": "I",
+          "ai": "I", "arithmetic_intensity": "I"}
 
 
 # -- the interpreter ------------------------------------------------------------------
