@@ -10,6 +10,7 @@ ch.md:2: mismatch: A GEMV at 16 bits is 2 FLOP/B.: printed 2 FLOP/B, derived 0.9
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import sympy as sp
@@ -67,8 +68,10 @@ def check_lines(outcome: Outcome) -> Iterator[str]:
             shown = terms(r)
             if shown:
                 yield f"  the derivation's terms: {shown}"
-        elif r.status == "error":
-            yield f"{path}:{r.claim.line}: error: {r.message}"
+        elif r.status == "error":  # the message's own FILE:LINE (the field's line) leads
+            named = re.match(rf"{re.escape(path)}:(\d+): (.*)", r.message, re.S)
+            yield (f"{path}:{named.group(1)}: error: {named.group(2)}" if named else
+                   f"{path}:{r.claim.line}: error: {r.message}")
     n = len(outcome.results)
     summary = ", ".join(f"{k} {s}" for s, k in sorted(outcome.counts.items()))
     yield f"{n} claim{'s' if n != 1 else ''}: {summary}"

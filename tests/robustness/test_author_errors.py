@@ -83,7 +83,8 @@ def test_check_prints_every_bad_annotation_with_its_line(tmp_path, capsys):
                    "value = " + MISTAKES["time-in-gb"][1] + " -->\n", encoding="utf-8")
     assert main(["check", str(doc)]) == 2
     out = capsys.readouterr().out.splitlines()
-    assert [ln.split(": error:")[0] for ln in out[:-1]] == [f"{doc}:3", f"{doc}:7"]
+    # each line leads with the line of the field at fault (the unit's, under the annotation)
+    assert [ln.split(": error:")[0] for ln in out[:-1]] == [f"{doc}:4", f"{doc}:8"]
     assert "claim 'line-3' field 'unit'" in out[0] and "claim 'line-7' field 'unit'" in out[1]
     assert out[-1] == "2 claims: 2 error"
 
@@ -145,3 +146,80 @@ def test_no_crossing_says_why_and_a_variable_on_neither_side_is_an_error():
     with pytest.raises(SymroofError, match=r"crossover: B appears on neither side \(their "
                                            r"symbols: S\)"):
         sr.crossover(S, 2, B)
+
+
+# -- where authors write: each format's annotations, with line or cell:line -------------
+
+_GEMM = ('claimed = {claimed}\nunit = "FLOP/B"\nrounding = {{sig = 4}}\n'
+         'value = {{workload = {{builder = "gemm", args = ["n", "n", "n"]}}, q = "I"}}\n'
+         'subs = {{n = 8192, b = 2}}')
+
+
+def _check(path: Path, capsys) -> tuple[int, list[str]]:
+    code = main(["check", str(path)])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def test_quarto_reads_html_comments_and_skips_code_chunks(tmp_path, capsys):
+    doc = tmp_path / "ch.qmd"
+    doc.write_text('---\ntitle: "Ch"\n---\n\n## GEMMs\n\n```{python}\n'
+                   '# <!-- symroof claimed = 1 -->\n```\n\nA GEMM does 2,730 FLOP/B.\n'
+                   f'<!-- symroof {_GEMM.format(claimed=2730)} -->\n', encoding="utf-8")
+    code, out = _check(doc, capsys)
+    assert code == 1
+    assert out[0].startswith(f"{doc}:12: mismatch: A GEMM does 2,730 FLOP/B.: printed 2,730")
+    assert out[-1] == "1 claim: 1 mismatch"
+
+
+def test_myst_reads_percent_comment_lines(tmp_path, capsys):
+    doc = tmp_path / "ch.md"
+    body = "\n".join(f"% symroof: {ln}" for ln in _GEMM.format(claimed=2731).splitlines())
+    doc.write_text(f"# GEMMs\n\n```{{note}}\nAn aside.\n```\n\nA GEMM does 2,731.\n{body}\n",
+                   encoding="utf-8")
+    code, out = _check(doc, capsys)
+    assert (code, out) == (0, ["1 claim: 1 match"])
+
+
+def test_restructuredtext_reads_comments_and_names_the_fields_line(tmp_path, capsys):
+    doc = tmp_path / "ch.rst"
+    indented = "\n".join("   " + ln for ln in _GEMM.format(claimed=2731).splitlines())
+    doc.write_text("Chapter\n=======\n\nA GEMM does 2,731 FLOP/B.\n\n.. symroof\n"
+                   f"{indented}\n\n::\n\n   .. symroof claimed = 1\n\n"
+                   "The ridge is 295 TFLOP/s.\n\n.. symroof claimed = 295\n"
+                   '   unit = "TFLOP/s"\n   value = {hardware = "h100-sxm", q = "ridge"}\n',
+                   encoding="utf-8")
+    code, out = _check(doc, capsys)
+    assert code == 2
+    assert out[0] == (f"{doc}:20: error: claim 'line-19' field 'unit': 'TFLOP/s' measures a "
+                      "compute rate, but the value is an intensity; expected a unit such as "
+                      "FLOP/B, OP/B (prefixes allowed: kFLOP/B, ...)")
+    assert out[-1] == "2 claims: 1 error, 1 match"          # the literal block's is skipped
+
+
+def test_notebook_markdown_cells_with_cell_and_line(tmp_path, capsys):
+    nbformat = pytest.importorskip("nbformat") if __import__("os").environ.get("CI") != "true" \
+        else __import__("nbformat")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# GEMMs\n\nIntro."),
+                nbformat.v4.new_code_cell("x = 1  # <!-- symroof claimed = 1 -->"),
+                nbformat.v4.new_markdown_cell(f"A GEMM does 2,730.\n<!-- symroof "
+                                              f"{_GEMM.format(claimed=2730)} -->"),
+                nbformat.v4.new_markdown_cell('## Ridge\nThe ridge is 295 TFLOP/s.\n<!-- symroof '
+                                              'claimed = 295\nunit = "TFLOP/s"\nvalue = '
+                                              '{hardware = "h100-sxm", q = "ridge"} -->')]
+    doc = tmp_path / "nb.ipynb"
+    nbformat.write(nb, str(doc))
+    code, out = _check(doc, capsys)
+    assert code == 2
+    assert out[0].startswith(f"{doc}:cell 3:2: mismatch: A GEMM does 2,730.: printed 2,730")
+    assert out[1].startswith(f"{doc}:cell 4:4: error: claim 'cell-4-line-3' field 'unit': "
+                             "'TFLOP/s' measures a compute rate")
+    assert out[-1] == "2 claims: 1 error, 1 mismatch"
+
+
+def test_a_file_that_is_not_a_notebook_is_named(tmp_path, capsys):
+    pytest.importorskip("nbformat")
+    doc = tmp_path / "nb.ipynb"
+    doc.write_text("{not json", encoding="utf-8")
+    assert main(["check", str(doc)]) == 2
+    assert f"{doc}: not a Jupyter notebook" in capsys.readouterr().err
