@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
+pytest_plugins = ["pytester"]
+
 from symroof.cli import main
 from symroof.errors import SymroofError
 from symroof.verify import units
@@ -223,3 +225,60 @@ def test_a_file_that_is_not_a_notebook_is_named(tmp_path, capsys):
     doc.write_text("{not json", encoding="utf-8")
     assert main(["check", str(doc)]) == 2
     assert f"{doc}: not a Jupyter notebook" in capsys.readouterr().err
+
+
+# -- the testing helpers hide their own frames ------------------------------------------
+
+def test_a_failing_helper_shows_the_callers_line_not_the_helpers(pytester):
+    pytester.makepyfile(test_book="""
+        from symroof.symbols import n, b
+        from symroof.testing import assert_formula_equal, assert_close
+        import symroof as sr
+
+        def test_intensity():
+            assert_formula_equal(sr.workloads.gemm(n, n, n).intensity, n / b)  # the book's line
+
+        def test_close():
+            assert_close(2731, 2730)  # the other line
+        """)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--tb=long")
+    out = result.stdout.str()
+    result.assert_outcomes(failed=2)
+    assert "# the book's line" in out and "# the other line" in out
+    assert "def assert_formula_equal" not in out and "def assert_close" not in out
+    assert "__tracebackhide__" not in out
+    assert len(out.splitlines()) < 80, out      # the difference, not the helper's body
+
+
+def test_measure_machine_refuses_an_existing_out_before_measuring(tmp_path, monkeypatch, capsys):
+    import symroof.cli.measure as measure_cli
+
+    def measured(*args, **kwargs):
+        raise AssertionError("measured before refusing the file")
+    monkeypatch.setattr(measure_cli, "measure_machine", measured)
+    here = tmp_path / "here.toml"
+    here.write_text("# mine\n", encoding="utf-8")
+    assert main(["measure", "machine", "--out", str(here)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("symroof: error:") and "--force" in err and str(here) in err
+    assert here.read_text(encoding="utf-8") == "# mine\n"
+
+
+def test_objects_print_for_people():
+    import symroof as sr
+    from symroof.models import get
+    from symroof.symbols import B, S, b, n
+    r = sr.roofline(sr.workloads.gemm(n, n, n), "h100-sxm", subs={n: 8192, b: 2})
+    assert repr(r) == ("Roofline(h100-sxm bf16 hbm: F = 1.1 TFLOP, Q = 402.7 MB, I = 2731 FLOP/B, "
+                       "ridge = 295.3 FLOP/B, time = 1.111 ms, compute-bound)")
+    assert r.intensity == sp.Rational(8192, 3)            # the exact values stay
+    dec = sr.workloads.decode(get("gpt2"), B, S)
+    atlas = sr.atlas(dec, over=[B])
+    assert repr(atlas) == ("<Atlas of 'gpt2-decode' over B: 2 crossing(s), 1 never, 0 unsolved; "
+                           "print() shows the table>")
+    shown = str(atlas).splitlines()
+    assert shown[0] == "atlas of gpt2-decode over B" and len(shown) > 5
+    assert max(map(len, shown)) < 300
+    lines = str(sr.family({"gpt2": dec}, over=[B])).splitlines()
+    assert lines[0] == "family: gpt2" and lines[2].split()[:3] == ["crossover", "in", "gpt2"]
+    assert len(lines) == 6 and max(map(len, lines)) < 300   # a heading, a blank, 1 + 3 rows
