@@ -55,7 +55,7 @@ from symroof.verify import Outcome, Result
 from symroof.verify import compare as _compare
 from symroof.version import __version__
 
-__all__ = ["claims_json", "claims_text", "read_claims", "render_markdown", "render_latex", "figure", "STATUSES",
+__all__ = ["claims_json", "claims_text", "read_claims", "derivation_terms", "render_markdown", "render_latex", "figure", "STATUSES",
            "ERRATA_STATUSES", "errata", "severity", "comparison"]
 
 #: Statuses, in the order the summary lists them, with what each means.
@@ -405,6 +405,27 @@ def _printed(r: Result, flavour: str) -> str:
     return _shown(claimed, r, flavour)
 
 
+def derivation_terms(r: Result, most: int = 6) -> list[tuple[sp.Expr, sp.Expr | None]]:
+    """A mismatch's general formula split into its additive terms, each with its value at
+    the claim's substitution, largest first; past ``most`` the rest are summed (term
+    None). Empty unless the formula is a sum of at least two terms that all become
+    numbers there."""
+    formula = r.formula
+    if r.status != "mismatch" or formula is None or not isinstance(formula, sp.Add) or \
+            len(formula.args) > 200:
+        return []
+    values: list[tuple[sp.Expr, sp.Expr | None]] = []
+    for term in formula.args:
+        value = term.xreplace(dict(r.subs)) if r.subs else term
+        if value.free_symbols or not value.is_number:
+            return []
+        values.append((value, term))
+    values.sort(key=lambda vt: (-abs(vt[0]), str(vt[1])))
+    if len(values) > most:
+        values = values[:most] + [(sp.Add(*(v for v, _ in values[most:])), None)]
+    return values
+
+
 def _claim_item(r: Result, flavour: str) -> dict[str, Any]:
     esc = _escape(flavour)
     c = r.claim
@@ -428,6 +449,8 @@ def _claim_item(r: Result, flavour: str) -> dict[str, Any]:
         "assumptions": [esc(str(a)) for a in getattr(c, "assumptions", ()) or ()],
         "findings": [_quote(str(f), flavour) for f in getattr(r, "findings", ()) or ()],
         "message": esc(r.message),
+        "terms": [{"value": _in_unit(v, r, flavour), "term": latex(t) if t is not None else ""}
+                  for v, t in derivation_terms(r)],
         "alternatives": [{"label": esc(a.label),
                           "value": (_in_unit(a.derived, r, flavour) if a.derived is not None and not
                                     a.derived.free_symbols else

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import sympy as sp
 
-from symroof.present.appendix import figure
+from symroof.present.appendix import derivation_terms, figure
 from symroof.verify import Outcome, Result
 
 __all__ = ["check_lines", "terms", "MAX_TERMS"]
@@ -35,25 +35,15 @@ def _value(value: object, r: Result) -> str:
 
 def terms(r: Result) -> str:
     """The additive terms of a mismatch's general formula, each with its value at the
-    claim's substitution, largest first: which part of the derivation contributes what
-    (the weights' bytes against the KV cache's), so the term a hand calculation left
-    out shows. Empty when the formula is not a sum of at least two terms."""
-    formula = r.formula
-    if formula is None or not isinstance(formula, sp.Add) or len(formula.args) > 200:
+    claim's substitution, largest first (:func:`derivation_terms`): which part of the
+    derivation contributes what, so the term a hand calculation left out shows."""
+    parts = derivation_terms(r, MAX_TERMS)
+    if not parts:
         return ""
-    values = []
-    for term in formula.args:
-        value = term.xreplace(dict(r.subs)) if r.subs else term
-        if value.free_symbols or not value.is_number:
-            return ""
-        values.append((value, term))
-    values.sort(key=lambda vt: (-abs(vt[0]), str(vt[1])))
-    parts = [f"{_value(v, r)} from {t}" for v, t in values[:MAX_TERMS]]
-    rest = values[MAX_TERMS:]
-    if rest:
-        parts.append(f"{_value(sp.Add(*(v for v, _ in rest)), r)} from {len(rest)} others")
+    shown = [f"{_value(v, r)} from {t}" if t is not None else f"{_value(v, r)} from the others"
+             for v, t in parts]
     at = ", ".join(f"{k} = {v}" for k, v in sorted(r.subs.items(), key=lambda kv: str(kv[0])))
-    return " + ".join(parts) + (f" (at {at})" if at else "")
+    return " + ".join(shown) + (f" (at {at})" if at else "")
 
 
 def check_lines(outcome: Outcome) -> Iterator[str]:

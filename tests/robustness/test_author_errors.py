@@ -241,7 +241,8 @@ def test_a_failing_helper_shows_the_callers_line_not_the_helpers(pytester):
         def test_close():
             assert_close(2731, 2730)  # the other line
         """)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--tb=long")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:benchmark",
+                                          "--tb=long")   # as the project's own addopts
     out = result.stdout.str()
     result.assert_outcomes(failed=2)
     assert "# the book's line" in out and "# the other line" in out
@@ -282,3 +283,24 @@ def test_objects_print_for_people():
     lines = str(sr.family({"gpt2": dec}, over=[B])).splitlines()
     assert lines[0] == "family: gpt2" and lines[2].split()[:3] == ["crossover", "in", "gpt2"]
     assert len(lines) == 6 and max(map(len, lines)) < 300   # a heading, a blank, 1 + 3 rows
+
+
+def test_a_mismatch_explains_itself_with_the_derivations_terms(tmp_path, capsys):
+    path = tmp_path / "m.toml"
+    path.write_text(_HEAD + _claim("decode-bytes", "GB", '{workload = {builder = "decode", '
+                                   'model = "llama-3-8b", args = ["B", "S"]}, q = "Q"}',
+                                   extra="rounding = {sig = 3}\nsubs = {B = 1, S = 4096, b = 2}\n")
+                    .replace("claimed = 1\n", "claimed = 15.0\n"), encoding="utf-8")
+    assert main(["report", str(path), "--out", str(tmp_path / "o")]) == 0
+    capsys.readouterr()
+    md = (tmp_path / "o" / "m.md").read_text(encoding="utf-8")
+    tex = (tmp_path / "o" / "m.tex").read_text(encoding="utf-8")
+    # the weights a step reads: 8,030,261,248 parameters less the 128,256 x 4,096 embedding
+    # table (a lookup, not read whole) = 7,504,924,672 values of b bytes; the KV cache:
+    # K and V x 32 layers x 8 KV heads x 128 = 65,536 values per token: the term a
+    # weights-only hand count leaves out
+    line = ("(largest first): $7504924672 b$: 15.0098 GB; $65536 B S b$: 0.536871 GB; "
+            "$4096 B b$: 8.192e-06 GB.")
+    assert f"*The derivation's terms* {line}" in md
+    assert f"\\textit{{The derivation's terms}} {line}" in tex
+    assert 7504924672 == 8030261248 - 128256 * 4096 and 65536 == 2 * 32 * 8 * 128
