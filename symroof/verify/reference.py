@@ -144,7 +144,7 @@ ROUNDING: Mapping[str, str] = {
 #: What each status means (keyed as symroof.verify.run.STATUSES).
 STATUS: Mapping[str, str] = {
     "match": "the derived value agrees with the claim within the document's own rounding",
-    "mismatch": "it does not (the report shows both numbers)",
+    "mismatch": "it does not (the report shows both numbers and the derivation's terms)",
     "inconsistent": "the document prints different values for one quantity in different "
                     "places (`places`)",
     "cited": "an empirical figure quoted from a `source` (`status = \"cited\"`); a recipe, "
