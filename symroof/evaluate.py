@@ -260,6 +260,23 @@ def _prepared(expr: object, subs: Mapping[object, object] | None) -> _Prepared:
     return found
 
 
+_PREFIXES = ((10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k"), (1, ""),
+             (sp.Rational(1, 10**3), "m"), (sp.Rational(1, 10**6), "u"),
+             (sp.Rational(1, 10**9), "n"))
+
+
+def _si(value: sp.Expr, unit: str, prefix: bool = True) -> str:
+    """``value`` as a person reads it: 4 significant figures with a decimal prefix (an
+    expression with free symbols as it is)."""
+    if not isinstance(value, sp.Expr) or value.free_symbols or not value.is_number:
+        return str(value)
+    number = float(value)
+    if number == 0 or not prefix:
+        return f"{number:.4g} {unit}"
+    scale, name = next(((k, p) for k, p in _PREFIXES if abs(number) >= k), _PREFIXES[-1])
+    return f"{number / float(scale):.4g} {name}{unit}"
+
+
 @dataclass(frozen=True)
 class Roofline(Rich):
     """The roofline bound of a workload on a chip, at given values of its symbols.
@@ -293,6 +310,27 @@ class Roofline(Rich):
     sequences: sp.Expr | None = None        # sequences one run serves (B of a micro-batch)
     efficiency: sp.Expr = _ONE              # achieved fraction of the bound
     memory: DeviceMemory | None = None      # what one device holds, against its capacity
+
+    def __repr__(self) -> str:
+        """For people: floats with units (the exact values stay in the attributes).
+
+        >>> from symroof import workloads
+        >>> from symroof.symbols import n, b
+        >>> roofline(workloads.gemm(n, n, n), "h100-sxm", subs={n: 8192, b: 2})
+        Roofline(h100-sxm bf16 hbm: F = 1.1 TFLOP, Q = 402.7 MB, I = 2731 FLOP/B, ridge = 295.3 FLOP/B, time = 1.111 ms, compute-bound)
+        """
+        parts = [f"F = {_si(self.flops, 'FLOP')}", f"Q = {_si(self.bytes, 'B')}",
+                 f"I = {_si(self.intensity, 'FLOP/B', prefix=False)}",
+                 f"ridge = {_si(self.ridge, 'FLOP/B', prefix=False)}"]
+        if self.tp != 1 or self.pp != 1:
+            parts.append(f"tp = {self.tp}, pp = {self.pp}")
+        if self.communication != 0:
+            parts.append(f"sent = {_si(self.communication, 'B')}")
+        parts.append(f"time = {_si(self.time_s, 's')}")
+        bound = self.bound
+        if bound is not None:
+            parts.append(f"{bound}-bound")
+        return f"Roofline({self.hardware} {self.precision} {self.level}: {', '.join(parts)})"
 
     @property
     def attainable(self) -> sp.Expr:

@@ -20,6 +20,7 @@ wall-clock and memory guard of :mod:`symroof.budget`; a BudgetError names the ca
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -35,7 +36,8 @@ from symroof.ir import as_expr
 from symroof.precision import Precision
 from symroof.rich import Rich
 
-__all__ = ["limit", "leading_term", "crossover", "Crossover", "crossover_curve", "Curve",
+__all__ = ["limit", "leading_term", "crossover", "Crossover", "Crossings", "crossover_curve",
+           "Curve",
            "regimes", "Regime", "sensitivity", "theta", "positive_condition"]
 
 
@@ -244,8 +246,34 @@ class Crossover(Rich):
         return substitute(self.value, subs, f"crossover {self.var}")
 
 
-def crossover(lhs: object, rhs: object, var: sp.Symbol) -> list[Crossover]:
-    """Every positive solution of ``lhs = rhs`` in ``var``, each with its conditions.
+class Crossings(list[Crossover]):
+    """What :func:`crossover` returns: the list of solutions it always was (index it,
+    iterate it, compare it with ``[]``), and, when it is empty, ``reason``: why there is
+    no crossing (the sides differ by a constant, no root is real, no real root is
+    positive).
+
+    >>> from symroof.symbols import B
+    >>> crossover(B + 5, 2, B)
+    Crossings([], reason='no positive root in B (the real roots: -3)')
+    """
+
+    def __init__(self, solutions: Iterable[Crossover] = (), reason: str = "") -> None:
+        super().__init__(solutions)
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        if self or not self.reason:
+            return super().__repr__()
+        return f"Crossings([], reason={self.reason!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # through the guarded child and back
+        return (Crossings, (list(self), self.reason))
+
+
+def crossover(lhs: object, rhs: object, var: sp.Symbol) -> Crossings:
+    """Every positive solution of ``lhs = rhs`` in ``var``, each with its conditions;
+    none comes back with the reason (:class:`Crossings`), and ``var`` on neither side is
+    a SymroofError (it was an empty list before: a typo in the variable is not "never").
 
     A root that is never positive is dropped; one positive only for some values of
     the other symbols carries that as a condition (a batch where decode turns
@@ -256,6 +284,9 @@ def crossover(lhs: object, rhs: object, var: sp.Symbol) -> list[Crossover]:
     """
     v = _symbol(var, "crossover")
     a, c = as_expr(lhs, "crossover lhs"), as_expr(rhs, "crossover rhs")
+    if v not in a.free_symbols | c.free_symbols:
+        names = ", ".join(sorted(str(x) for x in a.free_symbols | c.free_symbols)) or "none"
+        raise SymroofError(f"crossover: {v} appears on neither side (their symbols: {names})")
     diff = _checked(a - c, "crossover")
     if diff.has(sp.Min, sp.Max, sp.Piecewise):
         raise SymroofError("crossover: a side has Min/Max/Piecewise; solve per branch "
@@ -264,7 +295,7 @@ def crossover(lhs: object, rhs: object, var: sp.Symbol) -> list[Crossover]:
                    unguarded=_quick(diff, v, 2))
 
 
-def _crossover(diff: sp.Expr, v: sp.Symbol) -> list[Crossover]:
+def _crossover(diff: sp.Expr, v: sp.Symbol) -> Crossings:
     note("cancelling to one fraction")
     diff = sp.cancel(diff)
     if diff == 0:
@@ -275,7 +306,7 @@ def _crossover(diff: sp.Expr, v: sp.Symbol) -> list[Crossover]:
         raise SymroofError(f"crossover: degree {deg} in {v}, more than the limit of "
                            f"{current().degree} (raise it with --budget degree=N)")
     if deg <= 0:
-        return []
+        return Crossings(reason=f"the sides differ by {_short(diff)}, never 0, for every {v}")
     note(f"finding the roots of a degree-{deg} polynomial in {v}")
     conds_extra: list[sp.Expr] = []
     if deg == 1:
@@ -296,21 +327,31 @@ def _crossover(diff: sp.Expr, v: sp.Symbol) -> list[Crossover]:
                                f"polynomial in {v} with symbolic coefficients; give the "
                                "other symbols values (--set) for exact numeric roots")
         roots = list(found)
-    out: list[Crossover] = []
+    out = Crossings()
     seen: set[sp.Expr] = set()
+    real: list[sp.Expr] = []
+    poles: list[sp.Expr] = []
     note("checking each root's sign and conditions")
     for root in roots:
         if root in seen or root.is_real is False or root.has(sp.I) or (
                 root.is_number and not root.is_real):
             continue  # a repeated or complex root is no crossover
         seen.add(root)
+        real.append(root)
         cond = _positive_condition(root)
         if cond is False:
             continue
         conds = list(conds_extra) + ([] if cond is True else [cond])
         if sp.cancel(den.as_expr().subs(v, root)) == 0:
+            poles.append(root)   # a root of the numerator where a side is undefined
             continue
         out.append(Crossover(v, _normalised(root), tuple(conds)))
+    if not out:
+        shown = ", ".join(_short(r) for r in real[:4]) + (", ..." if len(real) > 4 else "")
+        out.reason = (
+            f"the only positive root, {v} = {_short(poles[0])}, makes a side undefined"
+            if poles else f"no positive root in {v} (the real roots: {shown})" if real else
+            f"no real root in {v} (degree {deg}, every root complex)")
     return out
 
 

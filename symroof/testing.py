@@ -555,6 +555,7 @@ def assert_formula_equal(actual: object, expected: object, *, rel: float | None 
     why. A formula holding a constant too large to evaluate fails at once. The check is
     strong evidence, not a proof.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this helper's
     import sympy as sp
     fn = "assert_formula_equal"
     a, e = _as_expr(actual, "actual", fn), _as_expr(expected, "expected", fn)
@@ -607,6 +608,7 @@ def _plain_rational(expr: sp.Expr) -> bool:
 def _compare_at_points(a: sp.Expr, e: sp.Expr, diff: sp.Expr, rel: float | None, points: int,
                        seed: int, fn: str) -> None:
     """The numeric check of assert_formula_equal, at the points _points gives."""
+    __tracebackhide__ = True  # pytest shows the caller's line, not this helper's
     symbols = sorted(a.free_symbols | e.free_symbols, key=lambda s: (s.name, _describe(s)))
     rng, near = random.Random(seed), _near(a, e)
     need = max(1, math.ceil(points / 2)) if symbols else 1
@@ -661,6 +663,7 @@ def _compare_at_points(a: sp.Expr, e: sp.Expr, diff: sp.Expr, rel: float | None,
 
 def assert_free_symbols(expr: object, symbols: Iterable[sp.Symbol] | sp.Symbol) -> None:
     """Assert *expr*'s free symbols are exactly *symbols* (same names and assumptions)."""
+    __tracebackhide__ = True  # pytest shows the caller's line, not this helper's
     import sympy as sp
     from symroof.symbols import CANONICAL
     fn = "assert_free_symbols"
@@ -693,6 +696,7 @@ def assert_free_symbols(expr: object, symbols: Iterable[sp.Symbol] | sp.Symbol) 
 
 def _as_number(x: object, role: str, fn: str) -> sp.Expr:
     """*x* as a SymPy number; a free symbol left in it, or a number too large, fails."""
+    __tracebackhide__ = True  # pytest shows the caller's line, not this helper's
     value = _as_expr(x, role, fn)
     if value.free_symbols:
         names = ", ".join(sorted(map(str, value.free_symbols)))
@@ -718,6 +722,7 @@ def assert_close(value: object, expected: object, *, rel: float = 1e-9, abs: flo
 
     nan, zoo, oo and -oo are close to nothing, themselves included.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this helper's
     fn = "assert_close"
     _check_tol(rel, fn)
     _check_tol(abs, fn, "abs")
@@ -799,6 +804,7 @@ def assert_matches_oracle(formula: object, counter: Callable[[dict[Any, Any]], o
     (``{"M": 2, ...}``) that also answers lookups by Symbol (``size[M]``), and returns a
     number. Failures name the size and both values; an empty *sizes* is a failure too.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this helper's
     import sympy as sp
     fn = "assert_matches_oracle"
     f = _as_expr(formula, "formula", fn)

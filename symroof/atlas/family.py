@@ -16,6 +16,7 @@ carries the general formula that every member's value is an instance of.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,16 @@ class Family(Rich):
     atlases: tuple[Atlas, ...]
     general: Atlas | None
     rows: tuple[FamilyRow, ...]
+
+    def __str__(self) -> str:
+        """``print(family)``: the aligned table ``symroof atlas --compare`` prints."""
+        # by name, at display time: the text lives in symroof.present, a layer above
+        shown = importlib.import_module("symroof.present.atlas").family_lines(self)
+        return "\n".join(shown)
+
+    def __repr__(self) -> str:
+        return (f"<Family of {len(self.names)} ({', '.join(self.names)}): {len(self.rows)} "
+                "row(s); print() shows the table>")
 
     def member(self, name: str) -> Atlas:
         """The atlas of member ``name``."""

@@ -12,6 +12,7 @@ Eq(B*S, 6*D)
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -190,6 +191,17 @@ class Atlas(Rich):
     limits: tuple[Asymptote, ...]
     named: Mapping[sp.Symbol, sp.Expr] = field(hash=False)
     budget: AtlasBudget = field(default_factory=lambda: AtlasBudget())
+
+    def __str__(self) -> str:
+        """``print(atlas)``: the table ``symroof atlas`` prints, one line per crossover."""
+        # by name, at display time: the text lives in symroof.present, a layer above
+        shown = importlib.import_module("symroof.present.atlas").atlas_lines(self)
+        return "\n".join(shown).rstrip("\n")
+
+    def __repr__(self) -> str:
+        return (f"<Atlas of {self.workload!r} over {', '.join(map(str, self.over))}: "
+                f"{len(self.crossings)} crossing(s), {len(self.never)} never, "
+                f"{len(self.unsolved)} unsolved; print() shows the table>")
 
     def _having(self, status: Status) -> tuple[Entry, ...]:
         return tuple(e for e in self.entries if e.status is status)

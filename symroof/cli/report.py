@@ -33,8 +33,11 @@ FORMATS = ("md", "tex", "json")
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("source", metavar="FILE|appendix",
+    p.add_argument("source", metavar="FILE|appendix", nargs="?",
                    help="a claim file (TOML), or 'appendix' for the seed appendix")
+    p.add_argument("--reference", action="store_true",
+                   help="print the claim-file reference (every recipe node, quantity, unit, "
+                   "rounding rule and status) as Markdown, and nothing else")
     p.add_argument("--out", default=None, help="output folder (default: reports/ for the "
                    "appendix, the claim file's folder otherwise)")
     p.add_argument("--format", default="md,tex,json",
@@ -84,6 +87,14 @@ def write_report(source: str, out: Path, formats: list[str],
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:
+    if args.reference:
+        if args.source is not None:
+            raise SymroofError("--reference prints the reference; give no claim file with it")
+        from symroof.verify.reference import reference  # only this flag needs it
+        out(reference().rstrip("\n"))
+        return 0
+    if args.source is None:
+        raise SymroofError("report: expected a claim file (or 'appendix'), or --reference")
     folder = Path(args.out) if args.out else (
         Path("reports") if args.source == "appendix" else Path(args.source).parent)
     if folder.exists() and not folder.is_dir():   # refused before any claim runs
@@ -95,9 +106,12 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     else:
         for path in written:
             out(terminal_safe(f"wrote {path}"))
+        for message in errors:   # every error of the file, each naming its claim and field
+            out(terminal_safe(f"error: {message}"))
         out(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     if errors:
-        raise SymroofError(f"{len(errors)} claim(s) could not be computed; first: {errors[0]}")
+        raise SymroofError(f"{len(errors)} claim(s) could not be computed (each is listed "
+                           f"above, and in the report); first: {errors[0]}")
     return 0
 
 

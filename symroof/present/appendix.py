@@ -59,7 +59,7 @@ from symroof.verify import Outcome, Result
 from symroof.verify import compare as _compare
 from symroof.version import __version__
 
-__all__ = ["claims_json", "claims_text", "render_markdown", "render_latex", "figure", "STATUSES",
+__all__ = ["claims_json", "claims_text", "read_claims", "derivation_terms", "render_markdown", "render_latex", "figure", "STATUSES",
            "ERRATA_STATUSES", "errata", "severity", "comparison"]
 
 #: Statuses, in the order the summary lists them, with what each means.
@@ -522,7 +522,8 @@ def errata(outcome: Outcome, flavour: str = "md") -> list[dict[str, Any]]:
         cause = getattr(first.claim, "cause", None) or ""
         out.append({"n": n, "cause": prose(str(cause), flavour, ids), "rows": [{
             "id": esc(r.claim.id) if flavour == "tex" else r.claim.id,
-            "anchor": r.claim.id.replace(".", "-"), "quantity": esc(r.claim.quantity),
+            "anchor": r.claim.id.replace(".", "-"),
+            "quantity": esc(r.claim.quantity or f"claim {r.claim.id}"),
             "printed": _printed(r, flavour), "corrected": _shown(r.derived, r, flavour),
             "severity": severity(r), "status": r.status} for r in group]})
     return out
@@ -539,6 +540,27 @@ def _printed(r: Result, flavour: str) -> str:
     return _shown(claimed, r, flavour)
 
 
+def derivation_terms(r: Result, most: int = 6) -> list[tuple[sp.Expr, sp.Expr | None]]:
+    """A mismatch's general formula split into its additive terms, each with its value at
+    the claim's substitution, largest first; past ``most`` the rest are summed (term
+    None). Empty unless the formula is a sum of at least two terms that all become
+    numbers there."""
+    formula = r.formula
+    if r.status != "mismatch" or formula is None or not isinstance(formula, sp.Add) or \
+            len(formula.args) > 200:
+        return []
+    values: list[tuple[sp.Expr, sp.Expr | None]] = []
+    for term in formula.args:
+        value = term.xreplace(dict(r.subs)) if r.subs else term
+        if value.free_symbols or not value.is_number:
+            return []
+        values.append((value, term))
+    values.sort(key=lambda vt: (-abs(vt[0]), str(vt[1])))
+    if len(values) > most:
+        values = values[:most] + [(sp.Add(*(v for v, _ in values[most:])), None)]
+    return values
+
+
 def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> dict[str, Any]:
     esc = _escape(flavour)
     c = r.claim
@@ -551,8 +573,8 @@ def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> 
                latex(r.claimed_formula) if r.claimed_formula is not None else "")
     return {
         "id": esc(c.id) if flavour == "tex" else c.id, "anchor": c.id.replace(".", "-"),
-        "quantity": esc(c.quantity),
-        "quote": _quote(c.quote, flavour), "status": r.status, "kind": c.kind,
+        "quantity": esc(c.quantity or f"claim {c.id}"),   # a claim that failed validation
+        "quote": _quote(c.quote, flavour) if c.quote else "", "status": r.status, "kind": c.kind,
         # in the roofline's names the folded form says nothing more (and reads worse)
         "formula": latex(r.formula) if r.formula is not None and not named_values else "",
         "in_names": in_names,
@@ -568,6 +590,8 @@ def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> 
         "findings": [prose(str(f), flavour, ids) for f in getattr(r, "findings", ()) or ()],
         "message": esc(r.message), "derivation": _derivation(r, flavour),
         "condition": _condition(r),
+        "terms": [{"value": _in_unit(v, r, flavour), "term": latex(t) if t is not None else ""}
+                  for v, t in derivation_terms(r)],
         "alternatives": [{"label": esc(a.label),
                           "value": (_in_unit(a.derived, r, flavour) if a.derived is not None and not
                                     a.derived.free_symbols else
@@ -760,7 +784,9 @@ def render_latex(outcome: Outcome, charts: Sequence[RenderedChart], command: str
 
 
 def claims_json(outcome: Outcome) -> list[dict[str, object]]:
-    """One object per claim with the keys id, seed, quote, quantity, claimed, derived,
+    """One object per claim with the keys id, document (the file the claim quotes; files
+    written before this key was named said ``seed``, and :func:`read_claims` reads both),
+    quote, quantity, claimed, derived,
     formula, unit, status, note (numbers in the claim's unit), then assumptions (the
     document's stated assumptions the verdict is computed under), comparison (``equal``,
     ``within``, ``at most``, ``at least``) and tolerance (see :func:`comparison`), so that a
@@ -775,7 +801,7 @@ def claims_json(outcome: Outcome) -> list[dict[str, object]]:
         formula = r.formula if r.formula is not None else (
             r.derived if r.derived is not None and r.derived.free_symbols else None)
         out.append({
-            "id": c.id, "seed": files.get(c.document, ""), "quote": c.quote,
+            "id": c.id, "document": files.get(c.document, ""), "quote": c.quote,
             "quantity": c.quantity,
             "claimed": json_number(r.claimed / r.scale) if r.claimed is not None else None,
             "derived": json_number(r.derived / r.scale) if number else None,
@@ -785,6 +811,23 @@ def claims_json(outcome: Outcome) -> list[dict[str, object]]:
             "assumptions": [str(a) for a in r.assumptions],
             "tolerance": tolerance, "comparison": kind})
     return out
+
+
+def read_claims(text: str, name: str = "claims JSON") -> list[dict[str, object]]:
+    """A claims JSON file's objects (as :func:`claims_json` writes them), reading the old
+    key ``seed`` as ``document``.
+
+    >>> read_claims('[{"id": "x", "seed": "000.txt"}]')
+    [{'id': 'x', 'document': '000.txt'}]
+    """
+    try:
+        items = json.loads(text)
+    except ValueError as err:
+        raise SymroofError(f"{name}: not JSON ({err})") from None
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise SymroofError(f"{name}: expected a list of claim objects")
+    return [{("document" if k == "seed" and "document" not in i else k): v
+             for k, v in i.items()} for i in items]
 
 
 def claims_text(outcome: Outcome) -> str:

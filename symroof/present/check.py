@@ -10,12 +10,18 @@ ch.md:2: mismatch: A GEMV at 16 bits is 2 FLOP/B.: printed 2 FLOP/B, derived 0.9
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
-from symroof.present.appendix import figure
+import sympy as sp
+
+from symroof.present.appendix import derivation_terms, figure
 from symroof.verify import Outcome, Result
 
-__all__ = ["check_lines"]
+__all__ = ["check_lines", "terms", "MAX_TERMS"]
+
+#: The most terms a mismatch lists (the largest; the rest are summed as "others").
+MAX_TERMS = 6
 
 
 def _value(value: object, r: Result) -> str:
@@ -27,6 +33,19 @@ def _value(value: object, r: Result) -> str:
     return f"{figure(value / r.scale)}{unit}"
 
 
+def terms(r: Result) -> str:
+    """The additive terms of a mismatch's general formula, each with its value at the
+    claim's substitution, largest first (:func:`derivation_terms`): which part of the
+    derivation contributes what, so the term a hand calculation left out shows."""
+    parts = derivation_terms(r, MAX_TERMS)
+    if not parts:
+        return ""
+    shown = [f"{_value(v, r)} from {t}" if t is not None else f"{_value(v, r)} from the others"
+             for v, t in parts]
+    at = ", ".join(f"{k} = {v}" for k, v in sorted(r.subs.items(), key=lambda kv: str(kv[0])))
+    return " + ".join(shown) + (f" (at {at})" if at else "")
+
+
 def check_lines(outcome: Outcome) -> Iterator[str]:
     """``FILE:LINE: status: quantity: printed X, derived Y (tolerance)`` per failing claim."""
     path = outcome.source.path
@@ -36,8 +55,13 @@ def check_lines(outcome: Outcome) -> Iterator[str]:
                        else _value(r.claimed, r))
             yield (f"{path}:{r.claim.line}: mismatch: {r.claim.quantity}: printed {printed}, "
                    f"derived {_value(r.derived, r)} ({r.tolerance})")
-        elif r.status == "error":
-            yield f"{path}:{r.claim.line}: error: {r.message}"
+            shown = terms(r)
+            if shown:
+                yield f"  the derivation's terms: {shown}"
+        elif r.status == "error":  # the message's own FILE:LINE (the field's line) leads
+            named = re.match(rf"{re.escape(path)}:(\d+): (.*)", r.message, re.S)
+            yield (f"{path}:{named.group(1)}: error: {named.group(2)}" if named else
+                   f"{path}:{r.claim.line}: error: {r.message}")
     n = len(outcome.results)
     summary = ", ".join(f"{k} {s}" for s, k in sorted(outcome.counts.items()))
     yield f"{n} claim{'s' if n != 1 else ''}: {summary}"

@@ -277,7 +277,8 @@ def crossover_lines(lhs: str, rhs: str, var: str, solutions: Sequence[Crossover]
                     fmt: str) -> Iterable[str]:
     """``symroof solve crossover``: each solution with its number and conditions."""
     if not solutions:
-        yield f"{lhs} = {rhs}: no positive {var}"
+        reason = getattr(solutions, "reason", "")   # symroof.solve.Crossings says why
+        yield f"{lhs} = {rhs}: {reason or f'no positive {var}'}"
     for c in solutions:
         cond = (f"  (when {' and '.join(formula(x, fmt) for x in c.conditions)})"
                 if c.conditions else "")

@@ -1,15 +1,22 @@
-"""Claims annotated inside a Markdown or LaTeX document, invisible when it is rendered.
+"""Claims annotated inside a document, invisible when it is rendered.
 
 An annotation is the body of a claim-file ``[[claim]]`` (TOML) placed next to the
-sentence it checks:
+sentence it checks, in the comment syntax of the format the author writes in:
 
-- Markdown: an HTML comment ``<!-- symroof ... -->`` (one or more lines);
-- LaTeX: consecutive comment lines that start with ``% symroof:``.
+- Markdown and Quarto (``.md``, ``.markdown``, ``.qmd``): an HTML comment
+  ``<!-- symroof ... -->`` (one or more lines);
+- MyST (``.md``, ``.myst``): the same, or MyST's comment lines ``% symroof: ...``;
+- LaTeX (``.tex``, ``.ltx``): consecutive comment lines that start with ``% symroof:``;
+- reStructuredText (``.rst``, ``.rest``): a comment
+  ``.. symroof`` at the start of a line, its body on the same line and the indented
+  lines under it;
+- Jupyter notebooks (``.ipynb``, read with nbformat, the ``notebooks`` extra): the
+  markdown cells, read as Markdown; messages say ``FILE:cell N:LINE``.
 
 Defaults make annotations short: ``id`` is ``line-N``, ``section`` the nearest heading
-above (``#`` or ``\\section{...}``), ``quote`` the text line just above the annotation,
-``quantity`` the quote. A ``symroof symbols`` annotation declares extra symbols, as a
-claim file's ``[symbols]`` table does.
+above (``#``, ``\\section{...}`` or an underlined reST title), ``quote`` the text line
+just above the annotation, ``quantity`` the quote. A ``symroof symbols`` annotation
+declares extra symbols, as a claim file's ``[symbols]`` table does.
 
 >>> doc = '''# GEMM
 ... An 8192^3 GEMM at 16 bits gives 2,731 FLOP/B.
@@ -28,6 +35,8 @@ from __future__ import annotations
 
 import bisect
 import re
+import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +47,12 @@ from symroof.files import parse_toml, read_text
 from symroof.verify.schema import Claim, ClaimFile, Document, check_symbols, validate_claim
 
 __all__ = ["Annotation", "find_annotations", "annotated_claims", "load_annotated", "line_starts",
-           "MAX_ANNOTATIONS"]
+           "MAX_ANNOTATIONS", "FORMATS", "document_format", "notebook_markdown", "load_document"]
+
+#: The formats ``symroof check`` reads, each with the file name endings it reads them from.
+FORMATS = {"markdown": (".md", ".markdown", ".qmd", ".myst", ".mdown"),
+           "latex": (".tex", ".ltx", ".sty"), "rst": (".rst", ".rest"),
+           "notebook": (".ipynb",)}
 
 #: The most annotations one document may hold.
 MAX_ANNOTATIONS = 5_000
@@ -67,8 +81,18 @@ class Annotation:
     quote: str
 
 
+def document_format(name: str) -> str:
+    """The format a document's name says (Markdown for any ending not listed).
+
+    >>> document_format("ch.qmd"), document_format("ch.rst"), document_format("nb.ipynb")
+    ('markdown', 'rst', 'notebook')
+    """
+    lower = name.lower()
+    return next((f for f, ends in FORMATS.items() if lower.endswith(ends)), "markdown")
+
+
 def _is_tex(name: str) -> bool:
-    return name.lower().endswith((".tex", ".ltx", ".sty"))
+    return document_format(name) == "latex"
 
 
 def line_starts(text: str) -> list[int]:
@@ -163,6 +187,13 @@ def _markdown(scan: _Scan) -> None:
         heading = _MD_HEADING.match(line)
         if heading:
             scan.section = heading.group(1).strip()
+        if _TEX.match(line):  # MyST's comment lines: % symroof: ...
+            start, body = i, []
+            while i < len(lines) and (m := _TEX.match(lines[i])):
+                body.append(m.group(1))
+                i += 1
+            scan.add(start + 1, "\n".join(body))
+            continue
         masked = _code_spans_masked(line)
         opened = _MD_OPEN.search(masked)
         if opened is None:
@@ -208,16 +239,53 @@ def _latex(scan: _Scan) -> None:
         i += 1
 
 
+_RST_OPEN = re.compile(r"^\.\.[ \t]+symroof\b(.*)$")
+_RST_ADORNMENT = re.compile(r"^([=\-`:'\"~^_*+#<>.])\1+\s*$")
+_RST_LITERAL = re.compile(r"::\s*$")
+
+
+def _rst(scan: _Scan) -> None:
+    """``.. symroof`` comments at the start of a line, with their indented body; titles
+    are a text line over an adornment line (``=====``) at least as long; indented blocks
+    (a literal block after ``::``, a directive's content) are skipped."""
+    lines = scan.lines
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        opened = _RST_OPEN.match(line)
+        if opened:
+            start, body = i, [opened.group(1)]
+            i += 1
+            while i < len(lines) and (not lines[i].strip() or lines[i][:1] in " \t"):
+                body.append(lines[i])
+                i += 1
+            rest = textwrap.dedent("\n".join(body[1:])).strip("\n")
+            scan.add(start + 1, "\n".join(x for x in (body[0].strip(), rest) if x))
+            continue
+        following = lines[i + 1] if i + 1 < len(lines) else ""
+        if line.strip() and line[:1] not in " \t" and _RST_ADORNMENT.match(following) and \
+                len(following.rstrip()) >= len(line.rstrip()) and not _RST_ADORNMENT.match(line):
+            scan.section = line.strip()
+            i += 2
+            continue
+        if line.strip() and line[:1] not in " \t" and not _RST_ADORNMENT.match(line) and \
+                not line.startswith(".."):
+            scan.last_text = line.strip()
+        i += 1
+
+
 def find_annotations(text: str, name: str) -> list[Annotation]:
     """Every annotation of a document, in order (one pass; line numbers as editors count
     them). Annotations shown as code are skipped: in Markdown, fenced and indented code
-    blocks and inline code; in LaTeX, ``verbatim``, ``lstlisting`` and their kin."""
+    blocks and inline code; in LaTeX, ``verbatim``, ``lstlisting`` and their kin; in
+    reStructuredText, indented blocks."""
     scan = _Scan(text, name)
-    (_latex if _is_tex(name) else _markdown)(scan)
+    {"latex": _latex, "rst": _rst}.get(document_format(name), _markdown)(scan)
     return scan.out
 
 
-def annotated_claims(text: str, name: str) -> ClaimFile:
+def annotated_claims(text: str, name: str,
+                     default_id: Callable[[int], str] = "line-{}".format) -> ClaimFile:
     """The claims annotated in a document (one bad annotation becomes an error result)."""
     doc = Document("doc", Path(name).name, Path(name).name)
     symbols: dict[str, Any] = {}
@@ -233,9 +301,9 @@ def annotated_claims(text: str, name: str) -> ClaimFile:
         try:
             raw = parse_toml(body, where, "the annotation ")
         except SymroofError as err:
-            claims.append(Claim(id=f"line-{a.line}", line=a.line, error=str(err)))
+            claims.append(Claim(id=default_id(a.line), line=a.line, error=str(err)))
             continue
-        raw.setdefault("id", f"line-{a.line}")
+        raw.setdefault("id", default_id(a.line))
         raw.setdefault("document", doc.id)
         raw.setdefault("section", a.section or doc.title)
         raw.setdefault("quote", a.quote or f"(line {a.line})")
@@ -251,6 +319,59 @@ def annotated_claims(text: str, name: str) -> ClaimFile:
 
 
 def load_annotated(path: str | Path) -> ClaimFile:
-    """The annotated claims of a Markdown or LaTeX file on disk."""
-    return annotated_claims(read_text(path, "document", limit=budget.current().file_bytes),
-                            str(path))
+    """The annotated claims of a document on disk (a notebook's lines are those of its
+    markdown cells joined; :func:`load_document` also says how to name them)."""
+    return load_document(path)[0]
+
+
+def load_document(path: str | Path) -> tuple[ClaimFile, Callable[[str], str]]:
+    """The annotated claims of a document on disk, and a function that rewrites
+    ``PATH:LINE`` in a message as the author finds it: ``PATH:cell N:LINE`` in a
+    notebook, unchanged elsewhere."""
+    name = str(path)
+    text = read_text(path, "document", limit=budget.current().file_bytes)
+    if document_format(name) != "notebook":
+        return annotated_claims(text, name), lambda message: message
+    markdown, cells = notebook_markdown(text, name)
+    if not cells:  # no markdown cell: nothing is annotated, nothing to name
+        return annotated_claims(markdown, name), lambda message: message
+    pattern = re.compile(rf"{re.escape(name)}:(\d+)")
+    starts = [c[0] for c in cells]
+
+    def place(line: int) -> tuple[int, int]:
+        """(cell number, line in the cell) of a line of the joined text."""
+        first, cell = cells[max(bisect.bisect_right(starts, line) - 1, 0)]
+        return cell, line - first + 1
+
+    def relabel(message: str) -> str:
+        return pattern.sub(lambda m: "{}:cell {}:{}".format(name, *place(int(m.group(1)))),
+                           message)
+    return annotated_claims(markdown, name, lambda n: "cell-{}-line-{}".format(*place(n))), \
+        relabel
+
+
+def notebook_markdown(text: str, name: str) -> tuple[str, list[tuple[int, int]]]:
+    """A notebook's markdown cells as one Markdown text (a blank line between cells),
+    and where each cell starts: (its first line in that text, its number among all the
+    notebook's cells, from 1)."""
+    try:
+        import nbformat  # optional (the notebooks extra), and only a notebook needs it
+    except ImportError:
+        raise SymroofError(f"{name}: reading a notebook needs nbformat (pip install "
+                           "'symroof[notebooks]')") from None
+    try:
+        nb = nbformat.reads(text, as_version=4)
+    except Exception as err:  # noqa: BLE001 - nbformat raises several kinds for a bad file
+        raise SymroofError(f"{name}: not a Jupyter notebook ({type(err).__name__}: "
+                           f"{' '.join(str(err).split())[:200]})") from None
+    parts: list[str] = []
+    cells: list[tuple[int, int]] = []
+    line = 1
+    for number, cell in enumerate(nb.get("cells", []), 1):
+        if cell.get("cell_type") != "markdown":
+            continue
+        source = "".join(cell.get("source", ""))
+        cells.append((line, number))
+        parts.append(source)
+        line += len(line_starts(source)) + 1  # the cell's lines and the blank line after
+    return "\n\n".join(parts) + "\n", cells

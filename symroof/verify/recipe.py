@@ -77,7 +77,7 @@ from symroof.workloads.attention import ElementwiseFlops
 from symroof.workloads import registry
 
 __all__ = ["ASSUMPTIONS", "Context", "declare", "declare_each", "evaluate", "model", "workload",
-           "check_value", "OPERATIONS", "BUILDERS", "CONSTANTS"]
+           "check_value", "OPERATIONS", "BUILDERS", "CONSTANTS", "QUANTITY_NAMES"]
 
 #: Workload builders a recipe may name: the one registry's (its options are the builders'
 #: keyword-only parameters, checked by the registry as the command line's are).
@@ -600,6 +600,8 @@ def _passes(a: Analysis, s: Mapping[str, Any], ctx: Context, env: Mapping[str, A
 
 #: The tensor kinds a ``Q_<kind>`` may name.
 _KIND_NAMES = tuple(k.value for k in Kind)
+#: One op's parts a workload node reads as ``<part>:<op>`` (FLOPs, bytes, read, written).
+_OP_PARTS = ("op_F", "op_Q", "op_Qr", "op_Qw")
 
 
 def _workload_q(a: Analysis, q: str, where: str) -> sp.Expr:
@@ -611,7 +613,7 @@ def _workload_q(a: Analysis, q: str, where: str) -> sp.Expr:
         if op not in a.per_op:
             raise SymroofError(f"{where}.q: no op {op!r}{suggest(op, a.per_op)}")
         c = a.per_op[op]
-        parts = {"op_F": c.flops, "op_Q": c.bytes, "op_Qr": c.bytes_read, "op_Qw": c.bytes_written}
+        parts = dict(zip(_OP_PARTS, (c.flops, c.bytes, c.bytes_read, c.bytes_written)))
         if what in parts:
             return parts[what]
         raise SymroofError(f"{where}.q: unknown per-op quantity {what!r}; expected "
@@ -622,8 +624,15 @@ def _workload_q(a: Analysis, q: str, where: str) -> sp.Expr:
         raise SymroofError(f"{where}.q: unknown tensor kind {q[2:]!r}"
                            f"{suggest(q[2:], _KIND_NAMES)}; Q_<kind> takes one of "
                            f"{', '.join(_KIND_NAMES)}")
-    raise SymroofError(f"{where}.q: unknown workload quantity {q!r}"
-                       f"{suggest(q, quantities)}; expected one of {', '.join(quantities)}")
+    hint = _WORDS.get(q.lower())
+    hint = f" ({q} is {hint!r} here)" if hint in quantities else suggest(q, quantities)
+    raise SymroofError(f"{where}.q: unknown workload quantity {q!r}{hint}; expected one of "
+                       f"{', '.join(quantities)} (symroof report --reference lists each)")
+
+
+# the words an author writes for a workload's quantities, and the names they have here
+_WORDS = {"flops": "F", "flop": "F", "bytes": "Q", "traffic": "Q", "intensity": "I",
+          "ai": "I", "arithmetic_intensity": "I"}
 
 
 # -- the interpreter ------------------------------------------------------------------
@@ -714,19 +723,23 @@ def _hardware_node(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any]
     if isinstance(ops, bool) or ops not in (1, 2):
         raise SymroofError(f"{where}.ops_per_mac: expected 1 or 2, got {_brief(ops)}")
     assert precision is not None
+    if q not in _HARDWARE_QUANTITIES:
+        raise SymroofError(f"{where}.q: unknown hardware quantity {q!r}"
+                           f"{suggest(q, _HARDWARE_QUANTITIES)}; expected peak, ridge, "
+                           "bandwidth or capacity")
     if q == "peak":
         return spec.peak(precision, unit, ops)
     if q == "ridge":
         return spec.ridge(precision, unit, level, ops)
     if q == "bandwidth":
         return spec.bandwidth(level)
-    if q == "capacity":
-        cap = spec.capacity(level)
-        if cap is None:
-            raise SymroofError(f"{where}: {spec.name} has no published capacity")
-        return cap
-    raise SymroofError(f"{where}.q: unknown hardware quantity {q!r}; expected peak, ridge, "
-                       "bandwidth or capacity")
+    cap = spec.capacity(level)
+    if cap is None:
+        raise SymroofError(f"{where}: {spec.name} has no published capacity")
+    return cap
+
+
+_HARDWARE_QUANTITIES = ("peak", "ridge", "bandwidth", "capacity")
 
 
 _PARTS = ("weights", "kv_cache", "activations", "gradients", "optimizer_state", "total")
@@ -841,6 +854,9 @@ def _crossover_node(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any
     index = _index(node, where)
     roots = _calling(where, crossover, evaluate(s.get("lhs"), ctx, env, f"{where}.lhs"),
                      evaluate(s.get("rhs"), ctx, env, f"{where}.rhs"), var)
+    if not roots:
+        raise SymroofError(f"{where}: the sides never cross: "
+                           f"{getattr(roots, 'reason', '') or f'no positive solution in {var}'}")
     if index >= len(roots):
         raise SymroofError(f"{where}: {len(roots)} positive solution(s) in {var}, no index {index}")
     return roots[index].value
@@ -957,3 +973,15 @@ _KINDS: dict[str, Callable[[Mapping[str, Any], Context, Mapping[str, Any], str],
     "over_hardware": _over_hardware,
 }
 assert set(_KINDS) == set(NODE_KEYS)
+
+#: The names each kind of node reads by ``q``, from the interpreter's own tables (a
+#: workload's ``F``, ``Q``, ``I``, ``F_weights``, ``F_attention`` and ``tokens`` are
+#: :attr:`Analysis.quantities`; ``<part>:<op>`` names one op). :mod:`symroof.verify.reference`
+#: documents each; a test fails on one without its line.
+QUANTITY_NAMES: Mapping[str, tuple[str, ...]] = {
+    "workload": ("F", "Q", "I", "F_weights", "F_attention", "tokens",
+                 *(f"Q_{k}" for k in _KIND_NAMES), *(f"{p}:<op>" for p in _OP_PARTS)),
+    "model": _MODEL_QUANTITIES, "hardware": _HARDWARE_QUANTITIES, "memory": _PARTS,
+    "roofline": _ROOFLINE_FIELDS, "roofline_formula": _ROOFLINE_FIELDS,
+    "curve": ("expr", "invariant"),
+}

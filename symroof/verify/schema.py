@@ -250,9 +250,14 @@ def validate_claim(raw: Mapping[str, Any], line: int, text: str, path: str,
     where = f"{path}:{line}: claim {cid!r}"
     try:
         return _validated(raw, line, text, path, documents, where)
-    except SymroofError as err:
+    except SymroofError as err:  # rendered in its own section, with its quote, and the error
+        def kept(name: str) -> str:
+            value = raw.get(name)
+            return value.strip() if isinstance(value, str) else ""
+        document = kept("document") if kept("document") in documents else ""
         return Claim(id=str(cid) if isinstance(cid, str) else f"line-{line}", line=line,
-                     error=str(err))
+                     document=document, section=kept("section") if document else "",
+                     quote=kept("quote"), quantity=kept("quantity"), error=str(err))
 
 
 def _validated(raw: Mapping[str, Any], line: int, text: str, path: str, documents: set[str],

@@ -9,12 +9,17 @@ binary ones powers of 2, as everywhere in symroof.
 >>> base("TB/s"), base("tokens/s")
 ('B/s', 'tokens/s')
 
-Each base unit has a dimension (:data:`UNIT_DIMENSIONS`, a small hand-written table: the
-units are the roofline's own, FLOP, bytes, seconds and their ratios, which SymPy's
-physics units do not have, and counts such as tokens are plain numbers, so that FLOP
-per token measures FLOPs). A claim's unit must fit the dimension of the quantity it
-reads:
+Each base unit has a dimension, derived with SymPy from its parts: FLOP, MAC and OP
+are work, B is information (bytes), s, h and days are time, and a count (tokens,
+parameters, sequences...) is a plain number, so FLOP/token is work and B/s is
+information per time. A compound unit's dimension is the quotient of its parts', so no
+table of compound units can disagree with its parts. (SymPy's ``sympy.physics.units``
+has information and time but no unit of work, and importing it costs about two seconds
+on every claim run; the three base dimensions here are plain SymPy symbols, and the
+algebra is SymPy's.) A claim's unit must fit the dimension of the quantity it reads:
 
+>>> dimension_expr("TB/s"), dimension_expr("FLOP/token"), dimension_expr("tokens/s")
+(information/time, work, 1/time)
 >>> check_unit("TFLOP/s", "intensity", "ridge.toml:3: claim 'r' field 'unit'")
 Traceback (most recent call last):
 ...
@@ -27,8 +32,8 @@ import sympy as sp
 
 from symroof.errors import SymroofError, suggest
 
-__all__ = ["BASE_UNITS", "QUANTITY_UNITS", "UNIT_DIMENSIONS", "DIMENSIONS", "scale", "base",
-           "split", "dimension", "check_unit"]
+__all__ = ["BASE_UNITS", "dimension_expr", "BASE_DIMENSIONS", "QUANTITY_UNITS", "UNIT_DIMENSIONS", "DIMENSIONS", "scale", "base",
+           "split", "dimension", "check_unit", "DIMENSION_UNITS"]
 
 #: Units a claim may state (before any prefix), each with what it measures.
 BASE_UNITS = {
@@ -61,16 +66,46 @@ DIMENSIONS = {
     "per_time": "a rate per second", "number": "a plain number",
 }
 
-#: The dimension of each base unit (counts of tokens, parameters... are plain numbers).
-UNIT_DIMENSIONS = {
-    "FLOP": "work", "MAC": "work", "OP": "work", "B": "bytes", "s": "time", "h": "time",
-    "days": "time", "FLOP/B": "intensity", "OP/B": "intensity", "FLOP/s": "rate",
-    "OP/s": "rate", "B/s": "bandwidth", "FLOP/token": "work", "B/token": "bytes",
-    "B/parameter": "bytes", "tokens": "number", "tokens/s": "per_time",
-    "parameters": "number", "values": "number", "elements": "number", "sequences": "number",
-    "layers": "number", "rows": "number", "ratio": "number", "x": "number", "%": "number",
-    "-": "number",
+#: The unit the engine computes each dimension in (the reference's unit column).
+DIMENSION_UNITS = {
+    "work": "FLOP", "bytes": "B", "time": "s", "intensity": "FLOP/B", "rate": "FLOP/s",
+    "bandwidth": "B/s", "per_time": "tokens/s", "number": "-",
 }
+
+_WORK, _INFORMATION, _TIME = sp.symbols("work information time", positive=True)
+
+#: The dimension of each part of a unit (what is left of a base unit split at ``/``);
+#: a count of things is a plain number (1).
+BASE_DIMENSIONS: dict[str, sp.Expr] = {
+    "FLOP": _WORK, "MAC": _WORK, "OP": _WORK, "B": _INFORMATION,
+    "s": _TIME, "h": _TIME, "days": _TIME,
+    **{count: sp.Integer(1) for count in ("token", "tokens", "parameter", "parameters",
+                                          "values", "elements", "sequences", "layers",
+                                          "rows", "ratio", "x", "%", "-")},
+}
+
+# each named dimension of DIMENSIONS as SymPy's algebra writes it
+_NAMED = {_WORK: "work", _INFORMATION: "bytes", _TIME: "time", _WORK / _INFORMATION: "intensity",
+          _WORK / _TIME: "rate", _INFORMATION / _TIME: "bandwidth", 1 / _TIME: "per_time",
+          sp.Integer(1): "number"}
+
+
+def dimension_expr(unit: str) -> sp.Expr:
+    """The dimension of ``unit`` (prefix allowed) as a SymPy expression in work,
+    information and time: the quotient of its parts' dimensions."""
+    return _base_dimension(split(unit)[1])
+
+
+def _base_dimension(base_unit: str) -> sp.Expr:
+    numerator, *denominators = base_unit.split("/")
+    value = BASE_DIMENSIONS[numerator]
+    for part in denominators:
+        value = value / BASE_DIMENSIONS[part]
+    return value
+
+
+#: The dimension of each base unit, by name (derived from its parts, never written out).
+UNIT_DIMENSIONS = {u: _NAMED[_base_dimension(u)] for u in BASE_UNITS}
 
 _DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
             "m": sp.Rational(1, 10**3), "u": sp.Rational(1, 10**6), "µ": sp.Rational(1, 10**6),

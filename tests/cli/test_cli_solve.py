@@ -122,7 +122,7 @@ def test_crossover_compute_bound_batch(capsys):
     doc = run_json(capsys, *base, "--rhs", "295")
     assert doc["solutions"] == []                   # the ceiling is 25 FLOP/B
     out = run(capsys, *base, "--rhs", "295")
-    assert out.strip() == "I = 295: no positive B"
+    assert out.strip() == "I = 295: no positive root in B (the real roots: -236/9)"
 
 
 def test_crossover_with_complex_roots_reports_none(capsys):

@@ -23,7 +23,7 @@ from symroof.verify import EXAMPLE
 ROOT = Path(__file__).resolve().parents[2]
 REPORTS = ROOT / "reports"
 APPENDIX = ("seed_appendix.md", "seed_appendix.tex", "seed_claims.json")
-JSON_KEYS = {"id", "seed", "quote", "quantity", "claimed", "derived", "formula", "unit",
+JSON_KEYS = {"id", "document", "quote", "quantity", "claimed", "derived", "formula", "unit",
              "status", "note", "assumptions", "tolerance", "comparison"}  # issue 21: re-checkable
 
 
@@ -49,7 +49,7 @@ def test_json_is_a_list_of_the_agreed_objects_and_agrees_with_the_text(fresh):
     assert all(set(item) == JSON_KEYS for item in items)
     assert {i["status"] for i in items} <= {"match", "mismatch", "cited", "derived",
                                             "inconsistent"}
-    assert {i["seed"] for i in items} == {"000_57a6be380080f65e.txt", "001_2abda7eca1fd720c.txt"}
+    assert {i["document"] for i in items} == {"000_57a6be380080f65e.txt", "001_2abda7eca1fd720c.txt"}
     md = (fresh / "seed_appendix.md").read_text(encoding="utf-8")
     for item in items:                   # every claim appears in the text with its status
         assert f"(`{item['id']}`)" in md
