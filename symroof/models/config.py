@@ -84,6 +84,7 @@ class TransformerModel:
     attention_dropout: sp.Expr = _ZERO          # dropout on the attention probabilities (training)
     hidden_dropout: sp.Expr = _ZERO             # on the embedding and each sublayer's output
     dropout_mask_bytes: sp.Expr = sp.Integer(1)  # bytes per mask value (PyTorch keeps a bool)
+    expert_bias: bool | None = None             # routed experts' biases (None: as mlp_bias)
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -113,6 +114,9 @@ class TransformerModel:
             if not isinstance(getattr(self, f), bool):
                 raise SymroofError(f"{where} {f}: expected true or false, got "
                                    f"{getattr(self, f)!r}")
+        if self.expert_bias is not None and not isinstance(self.expert_bias, bool):
+            raise SymroofError(f"{where} expert_bias: expected true, false or None, got "
+                               f"{self.expert_bias!r}")
         if self.latent is not None and not isinstance(self.latent, LatentAttention):
             raise SymroofError(f"{where} latent: expected a LatentAttention, got "
                                f"{type(self.latent).__name__}")
@@ -181,6 +185,12 @@ class TransformerModel:
     def routed_d_ff(self) -> sp.Expr:
         """Width of each routed expert's MLP (``expert_d_ff``, else ``d_ff``)."""
         return self.d_ff if self.expert_d_ff is None else self.expert_d_ff
+
+    @property
+    def routed_bias(self) -> bool:
+        """Whether the routed experts' matrices have biases (``expert_bias``, else
+        ``mlp_bias``): DeepSeek-V2 biases its dense MLP and shared experts only."""
+        return self.mlp_bias if self.expert_bias is None else self.expert_bias
 
     @property
     def windowed_layers(self) -> sp.Expr:

@@ -6,7 +6,9 @@ Which layers attend through a sliding window follows transformers 5.24: ``layer_
 when the file lists them, else the family's rule (Mistral, Mixtral, Phi-3: every layer
 when ``sliding_window`` is set; Qwen2 and Qwen3: layers from ``max_window_layers`` on,
 only with ``use_sliding_window``; Gemma 2 and gpt-oss: even layers; Gemma 3: all but
-every ``sliding_window_pattern``-th). An unknown architecture, a missing field or a
+every ``sliding_window_pattern``-th). Biases follow each family's modelling code
+(:data:`symroof.models.hf_fields.BIASES`): a flag the family does not read is ignored, as
+transformers ignores it (Mistral's ``attention_bias``, Qwen2's ``mlp_bias``). An unknown architecture, a missing field or a
 field of the wrong type is a SymroofError naming it; a field that changes the cost but
 is not modelled (a quantization config, cross-attention, a vision tower, chunked
 attention) is refused by name; fields that do not change the cost are ignored.
@@ -28,14 +30,18 @@ from pathlib import Path
 from symroof.errors import SymroofError, suggest
 from symroof.files import read_text
 from symroof.models.config import TransformerModel, transformer
-from symroof.models.hf_fields import Fields, latent_of, moe_of, refuse, window_of
+from symroof.models.hf_fields import Fields, biases_of, latent_of, moe_of, refuse, window_of
 from symroof.models.latent import LatentAttention
 
-__all__ = ["from_hf_config", "from_hf_dict", "FAMILIES", "IGNORABLE"]
+__all__ = ["from_hf_config", "from_hf_dict", "FAMILIES", "IGNORABLE", "REFUSED_FAMILIES"]
 
 _LLAMA_LIKE = ("llama", "mistral", "mixtral", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                "gemma2", "gemma3_text", "olmoe", "gpt_oss", "deepseek_v2", "deepseek_v3")
 FAMILIES = (*_LLAMA_LIKE, "gpt2")
+
+#: Decoder families of transformers 5.24 whose cost symroof cannot express: model_type ->
+#: (the field or part that blocks it, why). Refused by name, with that field.
+REFUSED_FAMILIES: dict[str, tuple[str, str]] = {}
 
 #: Refused fields a caller may name in ``ignore=`` (the parameters and FLOPs stay those of
 #: the unquantised model; say its bytes per weight with ``with_precision``).
@@ -84,6 +90,9 @@ def _from_hf_dict(cfg: Mapping[str, object], name: str | None, where: str,
             d_ff=f.dim("n_inner", 4 * d), vocab=f.dim("vocab_size"), mlp="plain",
             activation="gelu", norm="layernorm", biases=True, positions="learned",
             max_positions=f.dim("n_positions"), tied_embeddings=f.flag("tie_word_embeddings", True))
+    if kind in REFUSED_FAMILIES:
+        field, why = REFUSED_FAMILIES[kind]
+        raise SymroofError(f"{where}: model_type {kind!r} is refused: {field}: {why}")
     if kind not in _LLAMA_LIKE:
         raise SymroofError(f"{where}: unknown model_type {kind!r}{suggest(kind, FAMILIES)}; "
                            f"supported: {', '.join(FAMILIES)}")
@@ -92,11 +101,7 @@ def _from_hf_dict(cfg: Mapping[str, object], name: str | None, where: str,
     layers = f.layers("num_hidden_layers")
     d_ff = f.dim("intermediate_size")
     latent: LatentAttention | None = latent_of(f) if kind.startswith("deepseek") else None
-    # Qwen2's q, k, v biases are fixed (no o_proj bias), whatever attention_bias says
-    attn_bias = kind not in ("qwen2", "qwen2_moe") and f.flag("attention_bias", kind == "gpt_oss")
-    if latent is not None and attn_bias:
-        raise SymroofError(f"{where}: field 'attention_bias' true is not modelled for latent "
-                           "attention (no DeepSeek release sets it)")
+    biases = biases_of(f, kind)  # each flag only where the family's modelling code reads it
     window, windowed = window_of(f, kind, layers)
     moe, dense = moe_of(f, kind, layers, d_ff)
     n_windowed = sum(windowed)
@@ -109,11 +114,13 @@ def _from_hf_dict(cfg: Mapping[str, object], name: str | None, where: str,
         d_ff=d_ff, vocab=f.dim("vocab_size"), mlp="gated",
         activation="gelu" if kind.startswith("gemma") else "silu", norm="rmsnorm",
         positions="rotary", tied_embeddings=f.flag("tie_word_embeddings", kind.startswith("gemma")),
-        qkv_bias=attn_bias or kind == "qwen2" or (kind == "qwen2_moe" and f.flag("qkv_bias", True)),
+        qkv_bias=biases["qkv_bias"],
         window=window, window_layers=None if window is None or n_windowed == layers else n_windowed,
         qk_norm=_QK_NORM.get(kind), post_norms=kind.startswith("gemma"), sinks=kind == "gpt_oss",
         latent=latent, **moe)  # type: ignore[arg-type]
-    return m.replace(o_bias=attn_bias, mlp_bias=f.flag("mlp_bias", kind == "gpt_oss"))
+    expert_bias = biases["expert_bias"] if moe else None
+    return m.replace(o_bias=biases["o_bias"], mlp_bias=biases["mlp_bias"],
+                     expert_bias=None if expert_bias == biases["mlp_bias"] else expert_bias)
 
 
 def from_hf_config(path: str | Path, *, ignore: Sequence[str] = ()) -> TransformerModel:

@@ -17,7 +17,8 @@ from typing import Any
 from symroof.errors import SymroofError
 from symroof.models.latent import LatentAttention
 
-__all__ = ["Fields", "window_of", "moe_of", "latent_of", "refuse", "MAX_LAYERS"]
+__all__ = ["Fields", "window_of", "moe_of", "latent_of", "refuse", "biases_of", "BIASES",
+           "MAX_LAYERS"]
 
 #: The most layers a config.json may declare: the layer pattern is read per layer, and
 #: published models have a few hundred at most.
@@ -240,3 +241,52 @@ def latent_of(f: Fields) -> LatentAttention:
     return LatentAttention(kv_rank=f.dim("kv_lora_rank"), rope_dim=f.dim("qk_rope_head_dim"),
                            nope_dim=f.dim("qk_nope_head_dim"), v_dim=f.dim("v_head_dim"),
                            q_rank=f.dim("q_lora_rank", None))
+
+
+#: Which config.json fields give a family's biases, as transformers 5.24's modelling code
+#: reads them: per family (q/k/v, attention output, dense MLP and shared experts, routed
+#: experts), each a field name (read with the default after it), True/False (fixed, the
+#: field is not read), or "=name" (the same as an earlier part). A flag the family's code
+#: does not read is ignored, as transformers ignores it.
+BIASES: dict[str, tuple[object, object, object, object]] = {
+    # attention_bias on q, k, v and o; mlp_bias on the MLP
+    "llama": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
+    # no biases at all, whatever the file says
+    "mistral": (False, False, False, False), "mixtral": (False, False, False, False),
+    "phi3": (False, False, False, False),
+    # q, k, v always biased (Qwen2), or by qkv_bias (Qwen2-MoE); never o_proj or the MLP
+    "qwen2": (True, False, False, False), "qwen2_moe": (("qkv_bias", True), False, False, False),
+    # attention_bias on q, k, v and o; no MLP biases
+    "qwen3": (("attention_bias", False), "=qkv", False, False),
+    "qwen3_moe": (("attention_bias", False), "=qkv", False, False),
+    "gemma2": (("attention_bias", False), "=qkv", False, False),
+    "gemma3_text": (("attention_bias", False), "=qkv", False, False),
+    "olmoe": (("attention_bias", False), "=qkv", False, False),
+    # attention_bias (default true) on q, k, v and o; the experts always biased
+    "gpt_oss": (("attention_bias", True), "=qkv", True, True),
+    # latent attention: attention_bias on q_a_proj, kv_a_proj_with_mqa and o_proj; V2's
+    # mlp_bias on the dense MLP and the shared experts, never the routed experts
+    "deepseek_v2": (("attention_bias", False), "=qkv", ("mlp_bias", False), False),
+    "deepseek_v3": (("attention_bias", False), "=qkv", False, False),
+}
+
+
+def biases_of(f: Fields, kind: str) -> dict[str, bool]:
+    """``qkv_bias``, ``o_bias``, ``mlp_bias`` and ``expert_bias`` of a family (:data:`BIASES`).
+
+    >>> biases_of(Fields({"attention_bias": True, "mlp_bias": True}, "cfg"), "mistral")
+    {'qkv_bias': False, 'o_bias': False, 'mlp_bias': False, 'expert_bias': False}
+    >>> biases_of(Fields({"mlp_bias": True}, "cfg"), "deepseek_v2")["expert_bias"]
+    False
+    """
+    out: dict[str, bool] = {}
+    names = ("qkv_bias", "o_bias", "mlp_bias", "expert_bias")
+    for name, rule in zip(names, BIASES[kind]):
+        if isinstance(rule, bool):
+            out[name] = rule
+        elif isinstance(rule, str):               # "=qkv": as an earlier part
+            out[name] = out[f"{rule[1:]}_bias"]
+        else:
+            key, default = rule                   # type: ignore[misc]
+            out[name] = f.flag(key, default)
+    return out

@@ -51,20 +51,21 @@ def moe_mlp(b: Builder, x: Tensor, batch: sp.Expr, seq: sp.Expr,
     xd = g.move(x, name=b.n("dispatch"), shape=(e, batch * seq, m.d_model))
     g.set_crossings(xd, writes=share, reads=share)
     width = m.routed_d_ff
-    up = b.linear(xd, "W_up", m.d_model, width, "up", m.mlp_bias, e, share)
+    bias = bool(getattr(m, "routed_bias", m.mlp_bias))  # a description may lack the field
+    up = b.linear(xd, "W_up", m.d_model, width, "up", bias, e, share)
     if m.mlp == "gated":
-        gate = b.linear(xd, "W_gate", m.d_model, width, "gate", m.mlp_bias, e, share)
+        gate = b.linear(xd, "W_gate", m.d_model, width, "gate", bias, e, share)
         h = g.elementwise(gate, up, name=b.n("act"), flops_per_element=(act + fl.gate) * share)
     else:
         h = g.elementwise(up, name=b.n("act"), flops_per_element=act * share)
     g.set_crossings(h, writes=share, reads=share)
-    y = b.linear(h, "W_down", width, m.d_model, "down", m.mlp_bias, e, share)
+    y = b.linear(h, "W_down", width, m.d_model, "down", bias, e, share)
     # expert outputs weighted by the router's gates and summed
     y = g.move(y, router, name=b.n("combine"), shape=(batch, seq, m.d_model))
     fraction = expert_read_fraction(reads, e, m.experts_per_token, batch * seq)
     if fraction != 1:
         names = ("W_up", "W_down") + (("W_gate",) if m.mlp == "gated" else ())
-        for name in names + (tuple(f"{n}.bias" for n in names) if m.mlp_bias else ()):
+        for name in names + (tuple(f"{n}.bias" for n in names) if bias else ()):
             weight = g.node(b.n(name))
             assert isinstance(weight, Tensor)  # a weight this MLP just declared
             g.set_crossings(weight, reads=fraction)

@@ -1,0 +1,92 @@
+"""Every decoder family, read exactly (issue 25): parameters and FLOPs of a tiny model of
+each family against PyTorch, bias flags on and off, and the refused families refused by
+name with the field that blocks them.
+
+The numbers are the fixture's ``families`` records (``tests/fixtures/torch_flops.json``,
+written by ``python tests/oracles/record_torch_flops.py --families``): for each family's
+tiny model with odd sizes (d 40, 5 heads of 8, one KV head, width 56, 3 layers, vocab
+97; 5 experts, 2 per token; windows of 4), built by transformers 5.24 with eager
+attention and eager experts, ``sum(p.numel() for p in model.parameters())``, the bias
+values its ``nn.Linear`` modules and expert bias tensors add per token (a walk of the
+module tree), and FlopCounterMode's totals of a prefill (batch 2, 5 tokens) and two
+decode steps (batch 1 past 6, beyond the window; batch 2 past 2). Each family is
+recorded with its bias flags as transformers defaults them and with every flag it reads
+flipped (``<model>_bias``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from symroof.errors import SymroofError
+from symroof.models import from_hf_dict
+from symroof.models.hf import FAMILIES, REFUSED_FAMILIES
+from symroof.workloads.transformer import decode, prefill
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "torch_flops.json"
+RECORDS = json.loads(FIXTURE.read_text())["families"]
+BY_MODEL = {r["model"]: r for r in RECORDS}
+EXACT = [r for r in RECORDS if r["family"] in FAMILIES]
+REFUSED = [r for r in RECORDS if r["family"] not in FAMILIES]
+
+
+def _flops(model, count: dict, ops: str = "contractions") -> int:
+    """symroof under the counter's conventions (eager attention: the full rectangle, a
+    windowed layer masked in prefill; transformers' latent decode re-expands)."""
+    if count["phase"] == "prefill":
+        return int(prefill(model, count["batch"], count["seq"], causal=False,
+                           window_kernel="masked", ops=ops).flops)
+    return int(decode(model, count["batch"], past=count["past"], latent="naive",
+                      ops=ops).flops)
+
+
+@pytest.mark.parametrize("record", EXACT, ids=[r["model"] for r in EXACT])
+def test_family_params_and_flops_equal_pytorch(record):
+    model = from_hf_dict(record["config"])
+    assert model.params == record["params"]
+    for count in record["counts"]:
+        assert _flops(model, count) == count["total_flops"], count
+
+
+PAIRS = [(r["model"], r["model"] + "_bias") for r in EXACT if r["model"] + "_bias" in BY_MODEL]
+
+
+@pytest.mark.parametrize("off,on", PAIRS, ids=[p[0] for p in PAIRS])
+def test_bias_flags_on_and_off(off, on):
+    """Flipping the flags a family reads changes the parameters by the bias vectors
+    PyTorch's model gained and, with ops='all', the FLOPs by one add per bias value per
+    token (the module walk's count); the GEMMs' FLOPs stay the counter's."""
+    a, b = BY_MODEL[off], BY_MODEL[on]
+    ma, mb = from_hf_dict(a["config"]), from_hf_dict(b["config"])
+    assert mb.params - ma.params == b["params"] - a["params"]
+    ca, cb = a["counts"][0], b["counts"][0]   # the prefill
+    tokens = ca["batch"] * ca["seq"]
+    extra = tokens * (b["bias_adds_per_token"] - a["bias_adds_per_token"])
+    assert _flops(mb, cb, "all") - _flops(ma, ca, "all") == extra
+
+
+def test_the_flags_each_family_ignores_change_nothing():
+    """transformers reads no attention_bias in Mistral, Mixtral and Phi-3 and no
+    mlp_bias in Qwen2, Gemma 2 or OLMoE: the flipped model has PyTorch's count, the
+    same as the unflipped one."""
+    for family in ("mistral", "mixtral", "phi3"):
+        a, b = BY_MODEL[family], BY_MODEL[family + "_bias"]
+        assert b["config"]["attention_bias"] is True and b["params"] == a["params"]
+        assert from_hf_dict(b["config"]).params == from_hf_dict(a["config"]).params
+    for family in ("qwen2", "gemma2", "olmoe"):
+        b = BY_MODEL[family + "_bias"]
+        assert b["config"].get("mlp_bias") is True
+        m = from_hf_dict(b["config"])
+        assert not m.mlp_bias and m.params == b["params"]
+
+
+@pytest.mark.parametrize("record", REFUSED, ids=[r["model"] for r in REFUSED])
+def test_refused_families_are_refused_by_name(record):
+    family = record["family"]
+    field = REFUSED_FAMILIES[family][0] if family in REFUSED_FAMILIES else "model_type"
+    with pytest.raises(SymroofError, match=field) as err:
+        from_hf_dict(record["config"], where="cfg.json")
+    assert family in str(err.value) and str(err.value).startswith("cfg.json")
