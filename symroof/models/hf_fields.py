@@ -248,7 +248,8 @@ def latent_of(f: Fields) -> LatentAttention:
 #: experts), each a field name (read with the default after it), True/False (fixed, the
 #: field is not read), or "=name" (the same as an earlier part). A flag the family's code
 #: does not read is ignored, as transformers ignores it.
-BIASES: dict[str, tuple[object, object, object, object]] = {
+_Rule = bool | str | tuple[str, bool]
+BIASES: dict[str, tuple[_Rule, _Rule, _Rule, _Rule]] = {
     # attention_bias on q, k, v and o; mlp_bias on the MLP
     "llama": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
     # no biases at all, whatever the file says
@@ -287,6 +288,5 @@ def biases_of(f: Fields, kind: str) -> dict[str, bool]:
         elif isinstance(rule, str):               # "=qkv": as an earlier part
             out[name] = out[f"{rule[1:]}_bias"]
         else:
-            key, default = rule                   # type: ignore[misc]
-            out[name] = f.flag(key, default)
+            out[name] = f.flag(rule[0], rule[1])
     return out
