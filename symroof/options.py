@@ -119,6 +119,7 @@ class Activation(StrEnum):
     GELU = "gelu"
     SILU = "silu"
     RELU = "relu"
+    RELU2 = "relu2"  # relu(x)^2 (Nemotron, Arcee)
 
 
 class Positions(StrEnum):
@@ -213,6 +214,7 @@ class QkNorm(StrEnum):
 
     HEAD = "head"  # RMSNorm over each head's head_dim (Qwen3, Gemma 3): 2 head_dim gains
     FULL = "full"  # RMSNorm over all of Q and all of K (OLMoE): q_dim + kv_dim gains
+    HEADS = "heads"  # the model's norm over each head, a gain per head and value (Cohere)
 
 
 class Recompute(StrEnum):

@@ -44,7 +44,10 @@ class TransformerModel:
     None). A mixture of experts (``experts > 1``) routes each token to
     ``experts_per_token`` experts of width ``expert_d_ff`` (``d_ff`` when None), adds a
     shared expert of width ``shared_d_ff`` if set, and keeps ``dense_layers`` layers with
-    a dense MLP of width ``d_ff`` (``window_dense_layers`` of them windowed).
+    a dense MLP of width ``d_ff`` (``window_dense_layers`` of them windowed). Norms have a
+    gain unless ``norm_weight`` is false (OLMo) and a bias as ``norm_bias`` says (None: a
+    layernorm has one); ``parallel`` runs attention and the MLP side by side off one norm
+    (Cohere); ``rotary_layers`` of the layers rotate q and k (None: all; SmolLM3).
     """
 
     name: str
@@ -85,6 +88,10 @@ class TransformerModel:
     hidden_dropout: sp.Expr = _ZERO             # on the embedding and each sublayer's output
     dropout_mask_bytes: sp.Expr = sp.Integer(1)  # bytes per mask value (PyTorch keeps a bool)
     expert_bias: bool | None = None             # routed experts' biases (None: as mlp_bias)
+    norm_weight: bool = True                    # each norm has a gain (OLMo's LayerNorm: none)
+    norm_bias: bool | None = None               # a norm's bias (None: layernorm yes, rmsnorm no)
+    parallel: bool = False                      # attention and MLP side by side off one norm
+    rotary_layers: sp.Expr | None = None        # layers that rotate q and k (None: all)
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -110,13 +117,21 @@ class TransformerModel:
             if not (optional and value is None):
                 object.__setattr__(self, f, option(enum, value, f"{where} {f}"))
         for f in ("tied_embeddings", "qkv_bias", "o_bias", "mlp_bias", "shared_gate",
-                  "router_bias", "post_norms", "sinks"):
+                  "router_bias", "post_norms", "sinks", "norm_weight", "parallel"):
             if not isinstance(getattr(self, f), bool):
                 raise SymroofError(f"{where} {f}: expected true or false, got "
                                    f"{getattr(self, f)!r}")
-        if self.expert_bias is not None and not isinstance(self.expert_bias, bool):
-            raise SymroofError(f"{where} expert_bias: expected true, false or None, got "
-                               f"{self.expert_bias!r}")
+        for f in ("expert_bias", "norm_bias"):
+            if getattr(self, f) is not None and not isinstance(getattr(self, f), bool):
+                raise SymroofError(f"{where} {f}: expected true, false or None, got "
+                                   f"{getattr(self, f)!r}")
+        if self.rotary_layers is not None:
+            object.__setattr__(self, "rotary_layers", _count(self.rotary_layers,
+                                                             f"{where} rotary_layers", zero=True))
+            if self.positions != "rotary":
+                raise SymroofError(f"{where} rotary_layers: needs rotary positions")
+            _at_most(self.rotary_layers, self.layers, f"{where}: rotary_layers "
+                     f"{self.rotary_layers} exceeds layers {self.layers}")
         if self.latent is not None and not isinstance(self.latent, LatentAttention):
             raise SymroofError(f"{where} latent: expected a LatentAttention, got "
                                f"{type(self.latent).__name__}")
