@@ -22,7 +22,7 @@ from symroof import hardware
 from symroof.analysis import Analysis
 from symroof.budget import check_expr, check_rows, substitute
 from symroof.device import DeviceMemory, choose_link, device_memory, entry_sequences, fraction
-from symroof.errors import SymroofError
+from symroof.errors import SymroofError, shown
 from symroof.hardware import HardwareSpec
 from symroof.ir import Kind, as_expr
 from symroof.passes.shard import sharding
@@ -158,7 +158,7 @@ def sweep(expr: object, grid: Mapping[object, object], *,
     np, run = _NUMPY or _load_numpy()
     e, fixed, scalars, by_name = _prepared(expr, subs)
     keys = grid_symbols(grid, by_name, fixed, "sweep")
-    values = [np.asarray(grid[k], dtype=np.float64) for k in keys.values()]
+    values = [_grid_values(np, grid[k], k) for k in keys.values()]
     shape = np.broadcast_shapes(*(np.shape(v) for v in values))
     (out,) = run((e,), (*keys, *fixed), (*values, *scalars), shape)
     if not np.isfinite(out).all():
@@ -167,6 +167,23 @@ def sweep(expr: object, grid: Mapping[object, object], *,
 
 
 _NUMPY: tuple[Any, Any] | None = None  # (numpy, lambdified.run) once a sweep has run
+
+
+def _grid_values(np: Any, values: object, key: object) -> Any:
+    """A grid's values as a float64 array: real numbers only (no strings, bytes, None,
+    mappings, complex numbers or booleans), each finite check left to the caller."""
+    if isinstance(values, (str, bytes, bytearray, Mapping)) or values is None:
+        raise SymroofError(f"sweep grid {key}: expected an array of real numbers, got "
+                           f"{type(values).__name__} {shown(values)}")
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError) as err:  # ragged nesting
+        raise SymroofError(f"sweep grid {key}: expected an array of real numbers ({err})") \
+            from None
+    if arr.dtype.kind not in "iuf":   # object, str, complex, bool, datetime...
+        raise SymroofError(f"sweep grid {key}: expected an array of real numbers, got "
+                           f"{arr.dtype} values {shown(values)}")
+    return arr.astype(np.float64)
 
 
 def _load_numpy() -> tuple[Any, Any]:

@@ -25,13 +25,13 @@ attention) is refused by name; fields that do not change the cost are ignored.
 
 from __future__ import annotations
 
-import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from symroof.errors import SymroofError, suggest
-from symroof.files import read_text
+from symroof.errors import SymroofError, shown, suggest
+from symroof.files import parse_json, read_text
 from symroof.models.config import TransformerModel, transformer
 from symroof.models.hf_fields import (Fields, biases_of, latent_of, moe_of, refuse,
                                       rotary_layers_of, window_of)
@@ -198,18 +198,10 @@ def _from_hf_dict(cfg: Mapping[str, object], name: str | None, where: str,
 
 def from_hf_config(path: str | Path, *, ignore: Sequence[str] = ()) -> TransformerModel:
     """A model from a Hugging Face ``config.json`` file (nothing is downloaded)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise SymroofError(f"config.json: expected a file path (a str or os.PathLike), got "
+                           f"{type(path).__name__} {shown(path)}")
     p = Path(path)
-    text = read_text(p, "config.json")
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SymroofError(f"{p}: not valid JSON ({exc})") from None
-    except RecursionError:
-        raise SymroofError(f"{p}: not valid JSON (nested too deeply)") from None
-    except ValueError:  # an integer past Python's digit limit
-        hit = re.search(r'"([^"]{1,80})"\s*:\s*-?[0-9]{1000,}', text)
-        what = f"field {hit.group(1)!r}" if hit else "a value"
-        raise SymroofError(f"{p}: {what} is out of range (an integer of thousands of "
-                           "digits)") from None
+    cfg = parse_json(read_text(p, "config.json"), str(p))
     return from_hf_dict(cfg, name=p.parent.name if p.name == "config.json" else p.stem,
                         where=str(p), ignore=ignore)
