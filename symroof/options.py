@@ -202,11 +202,13 @@ class LatentDecode(StrEnum):
 
 
 class ExpertReads(StrEnum):
-    """Which routed experts' weights a step reads (option ``expert_reads``; default all)."""
+    """Which routed experts' weights a step reads (option ``expert_reads``; default
+    ``"expected"``: the reads follow the batch wherever it has a value)."""
 
     ALL = "all"            # every expert: exact once tokens * k >= experts, an upper bound below
     ROUTED = "routed"      # min(E, tokens * k): no two routed (token, expert) pairs share one
     EXPECTED = "expected"  # E (1 - (1 - k/E)^tokens): tokens routed independently, uniformly
+    ACTIVE = "active"      # k of E whatever the tokens: one token's experts (a lower bound)
 
 
 class QkNorm(StrEnum):

@@ -75,7 +75,7 @@ class Layout:
     tp: int = 1
     pp: int = 1
     microbatches: int = 1
-    expert_reads: ExpertReads = ExpertReads.ALL
+    expert_reads: ExpertReads = ExpertReads.EXPECTED
 
     def changed(self) -> tuple[str, ...]:
         """The fields that differ from the defaults."""
@@ -448,7 +448,7 @@ def _roofline_options(r: Request) -> dict[str, Any]:
 
 def make(workload: str, *, options: Mapping[str, object] | None = None,
          model: str | TransformerModel | None = None, tp: object = 1, pp: object = 1,
-         microbatches: object = 1, expert_reads: ExpertReads | str = ExpertReads.ALL,
+         microbatches: object = 1, expert_reads: ExpertReads | str = ExpertReads.EXPECTED,
          precision: Precision | str | None = None, weights: Precision | str | None = None,
          kv_cache: Precision | str | None = None, activations: Precision | str | None = None,
          chip: str | HardwareSpec | None = None,

@@ -12,6 +12,8 @@ fraction. Which experts' weights a step reads is an option (:class:`ExpertReads`
 Min(E, B*k)/E
 >>> expert_read_fraction("expected", 256, 8, 1)   # one token reads its 8 experts
 1/32
+>>> 8 * expert_read_fraction("expected", 8, 2, 4)   # Mixtral, 4 tokens: 5.27 of 8 experts
+175/32
 """
 
 from __future__ import annotations
@@ -28,9 +30,15 @@ __all__ = ["moe_mlp", "expert_read_fraction"]
 def expert_read_fraction(reads: ExpertReads | str, experts: object, per_token: object,
                          tokens: object) -> sp.Expr:
     """Fraction of the routed experts whose weights ``tokens`` tokens read, ``per_token``
-    experts each: 1 (``"all"``), ``min(E, tokens k)/E`` (``"routed"``: no two routed
-    pairs share an expert, the most any routing reads) or ``1 - (1 - k/E)^tokens``
-    (``"expected"``: each token's k experts drawn uniformly and independently)."""
+    experts each: ``1 - (1 - k/E)^tokens`` (``"expected"``, the default: each token's k
+    experts drawn uniformly and independently; E times it is the expected number of
+    distinct experts), 1 (``"all"``, an upper bound), ``min(E, tokens k)/E``
+    (``"routed"``: no two routed pairs share an expert, the most any routing reads) or
+    ``k/E`` (``"active"``: one token's experts, whatever the batch; a lower bound).
+
+    The expected form is a power in the batch: a symbolic solver for the batch (a
+    crossover, a ridge point) may not solve it; ``"all"`` and ``"active"`` give a
+    polynomial (see :func:`solvable_reads`)."""
     mode = option(ExpertReads, reads, "expert_reads")
     e, kk, t = (as_expr(v, f"expert_reads {what}") for v, what in
                 ((experts, "experts"), (per_token, "experts per token"), (tokens, "tokens")))
@@ -38,11 +46,13 @@ def expert_read_fraction(reads: ExpertReads | str, experts: object, per_token: o
         return sp.Integer(1)
     if mode is ExpertReads.ROUTED:
         return sp.Min(e, t * kk) / e
+    if mode is ExpertReads.ACTIVE:
+        return kk / e
     return 1 - (1 - kk / e) ** t
 
 
 def moe_mlp(b: Builder, x: Tensor, batch: sp.Expr, seq: sp.Expr,
-            reads: ExpertReads | str = ExpertReads.ALL) -> Tensor:
+            reads: ExpertReads | str = ExpertReads.EXPECTED) -> Tensor:
     """Router, dispatch, the routed experts' MLP, combine, and the shared expert if any."""
     g, m, fl = b.g, b.m, b.fl
     act = getattr(fl, str(m.activation))

@@ -48,7 +48,7 @@ class Choices:
     window_kernel: WindowKernel = WindowKernel.BAND
     window_span: WindowSpan = WindowSpan.EXACT
     latent: LatentDecode = LatentDecode.ABSORBED
-    expert_reads: ExpertReads = ExpertReads.ALL
+    expert_reads: ExpertReads = ExpertReads.EXPECTED
     dropout: bool = False  # the model's dropouts run (training graphs)
 
     def __post_init__(self) -> None:
@@ -210,7 +210,7 @@ def forward_graph(m: TransformerShape, *, batch: object, seq: object,
                   name: str | None = None, window_kernel: WindowKernel | str = WindowKernel.BAND,
                   window_span: WindowSpan | str = WindowSpan.EXACT,
                   latent: LatentDecode | str = LatentDecode.ABSORBED,
-                  expert_reads: ExpertReads | str = ExpertReads.ALL,
+                  expert_reads: ExpertReads | str = ExpertReads.EXPECTED,
                   dropout: bool = False) -> Graph:
     """The forward graph of ``m`` over ``seq`` new tokens per sequence attending to
     ``context`` positions (prefill: ``context = seq``; decode: ``seq = 1``). With
