@@ -122,6 +122,9 @@ def derive_json(name: str, wl: Analysis, points: Iterable[Point | ServingRow], *
                                 "intensity": json_number(p.intensity)}
         if p.roofline is not None:
             item.update(to_dict(p.roofline))
+            if name in SERVED:   # the serving figure the text prints, named
+                key = "itl_s" if name == "decode" else "ttft_s"
+                item[key] = json_number(p.roofline.step_time_s)
         if isinstance(row, ServingRow):
             item.update(_extras(row))
         doc["rows"].append(item)
