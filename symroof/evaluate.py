@@ -25,7 +25,8 @@ from symroof.device import DeviceMemory, choose_link, device_memory, entry_seque
 from symroof.errors import SymroofError, shown
 from symroof.hardware import HardwareSpec
 from symroof.ir import Kind, as_expr
-from symroof.passes.shard import sharding
+from symroof.options import option
+from symroof.passes.shard import CollectiveAlgorithm, collective_terms, sharding
 from symroof.precision import Precision
 from symroof.rich import Rich
 from symroof.symbols import b as _b
@@ -310,6 +311,8 @@ class Roofline(Rich):
     sequences: sp.Expr | None = None        # sequences one run serves (B of a micro-batch)
     efficiency: sp.Expr = _ONE              # achieved fraction of the bound
     memory: DeviceMemory | None = None      # what one device holds, against its capacity
+    link_latency_s: sp.Expr = _ZERO         # alpha: the collectives' latency per run
+    collective: str = "ring"                # the collectives' algorithm (CollectiveAlgorithm)
 
     @property
     def attainable(self) -> sp.Expr:
@@ -328,10 +331,11 @@ class Roofline(Rich):
 
     @property
     def communication_time_s(self) -> sp.Expr:
-        """Bytes sent / one direction of the link (0 for a workload on one device)."""
+        """Bytes sent / one direction of the link, plus the collectives' latency (the
+        alpha-beta model; 0 for a workload on one device)."""
         if self.communication == 0 or self.link_bandwidth is None:
             return _ZERO
-        return self.communication / self.link_bandwidth
+        return self.communication / self.link_bandwidth + self.link_latency_s
 
     @cached_property
     def time_s(self) -> sp.Expr:
@@ -500,7 +504,8 @@ def roofline(workload: Analysis, hw: HardwareSpec | str, *,
              subs: Mapping[object, object] | None = None, unit: str | None = None,
              level: str | None = None, efficiency: object = 1, link: str | None = None,
              reserve: object = 0, kv_cache: object | None = None,
-             footprint: bool = True) -> Roofline:
+             footprint: bool = True, collective: str = "ring",
+             latency: bool = False) -> Roofline:
     """Bound ``workload`` on chip ``hw`` (a spec, its name or its file) at ``precision``.
 
     The peak is taken in the workload's FLOP convention (a chip whose vendor counts a
@@ -512,7 +517,11 @@ def roofline(workload: Analysis, hw: HardwareSpec | str, *,
     back when judging the fit; ``kv_cache`` (bytes, in the workload's symbols) is the
     cache a device holds where the graph reads none (a prefill writes it); without
     ``footprint`` (a training step, whose memory is :mod:`symroof.training`'s) ``memory``
-    is None.
+    is None. A sharded workload's collectives run as ``collective`` (``"ring"``, default;
+    ``"tree"``, ``"full"``: :class:`symroof.passes.shard.CollectiveAlgorithm`) and, with
+    ``latency=True`` (default False: the bandwidth term alone, the seeds' convention) and
+    a link whose chip file gives ``latency_us``, cost their latency too (the alpha of
+    alpha-beta): ``base_latency_us`` once per collective plus ``latency_us`` per step.
     """
     if not isinstance(workload, Analysis):
         raise SymroofError(f"roofline: expected a workload (Analysis), got {type(workload).__name__}")
@@ -520,13 +529,15 @@ def roofline(workload: Analysis, hw: HardwareSpec | str, *,
     values = workload_values(workload, subs, precision)
     return roofline_at(workload, spec, values, Precision.parse(precision), unit=unit,
                        level=level, efficiency=efficiency, link=link, reserve=reserve,
-                       kv_cache=kv_cache, footprint=footprint)
+                       kv_cache=kv_cache, footprint=footprint, collective=collective,
+                       latency=latency)
 
 
 def roofline_at(workload: Analysis, spec: HardwareSpec, values: Mapping[sp.Symbol, sp.Expr],
                 peak: Precision, *, unit: str | None = None, level: str | None = None,
                 efficiency: object = 1, link: str | None = None, reserve: object = 0,
-                kv_cache: object | None = None, footprint: bool = True) -> Roofline:
+                kv_cache: object | None = None, footprint: bool = True,
+                collective: str = "ring", latency: bool = False) -> Roofline:
     """:func:`roofline` at ``values`` already checked (:func:`workload_values`, or a
     request's rows, :mod:`symroof.request`), ``b`` among them where it is free, with the
     compute peak at ``peak``: nothing is checked again."""
@@ -541,6 +552,15 @@ def roofline_at(workload: Analysis, spec: HardwareSpec, values: Mapping[sp.Symbo
     lay = sharding(workload.graph)
     sent = _at(workload.cost.bytes_by_kind.get(Kind.COMMUNICATION, _ZERO), values)
     chosen = None if sent == 0 else choose_link(spec, link, why=f"tp {lay.tp}, pp {lay.pp}")
+    if not isinstance(latency, bool):
+        raise SymroofError(f"latency: expected true or false, got {latency!r}")
+    alg = option(CollectiveAlgorithm, collective, "collective")
+    alpha = _ZERO
+    if chosen is not None:
+        wire, steps, count = (_at(x, values) for x in collective_terms(workload.graph, alg))
+        sent = wire
+        if latency and chosen.step_latency_s is not None:
+            alpha = steps * chosen.step_latency_s + count * (chosen.base_latency_s or 0)
     seqs = entry_sequences(workload.graph) if tokens is not None else None
     return Roofline(spec.name, peak, level or spec.main_memory, f, q, sp.cancel(f / q),
                     rate, bw, rate / bw, tokens, sent, None if chosen is None else chosen.name,
@@ -550,7 +570,8 @@ def roofline_at(workload: Analysis, spec: HardwareSpec, values: Mapping[sp.Symbo
                     device_memory(workload, spec, values, level=level,
                                   microbatches=lay.microbatches,
                                   reserve=fraction(reserve, "reserve", zero=True),
-                                  kv_cache=kv_cache) if footprint else None)
+                                  kv_cache=kv_cache) if footprint else None,
+                    alpha, alg.value)
 
 
 @dataclass(frozen=True)

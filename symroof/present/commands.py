@@ -95,6 +95,7 @@ def request_doc(r: Request) -> dict[str, Any]:
                          "b": str(n.values), "per_kind": n.per_kind},
             "hardware": chip, "unit": r.unit, "level": r.level, "link": r.link,
             "efficiency": json_number(r.efficiency), "reserve": json_number(r.reserve),
+            "collective": r.collective, "latency": r.latency,
             "sets": {k.name: [json_number(v) for v in values] for k, values in r.sets},
             **({} if r.prompt is None else {"prompt": json_number(r.prompt)}),
             **({} if r.draft is None else {"draft": {
