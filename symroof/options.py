@@ -211,6 +211,14 @@ class ExpertReads(StrEnum):
     ACTIVE = "active"      # k of E whatever the tokens: one token's experts (a lower bound)
 
 
+class WindowCache(StrEnum):
+    """Positions a windowed layer's rolling KV buffer holds between decode steps once the
+    context passes the window (option ``window_cache``; default ``"window"``)."""
+
+    WINDOW = "window"                  # W: the positions the next step attends, kept
+    WINDOW_MINUS_1 = "window_minus_1"  # W - 1: transformers' DynamicSlidingWindowLayer
+
+
 class QkNorm(StrEnum):
     """Normalisation of queries and keys before attention (``None``: none)."""
 

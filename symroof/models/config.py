@@ -23,7 +23,7 @@ import sympy as sp
 from symroof.errors import SymroofError
 from symroof.ir import as_dim, as_expr
 from symroof.models.latent import LatentAttention
-from symroof.options import Activation, MlpKind, Norm, Positions, QkNorm, option
+from symroof.options import Activation, MlpKind, Norm, Positions, QkNorm, WindowCache, option
 from symroof.precision import bytes_per_value
 from symroof.symbols import b as _b
 from symroof.workloads.layers import LayerGroup, kv_cache_tensors, weight_tensors
@@ -237,17 +237,32 @@ class TransformerModel:
         layers * kv_dim * kv_bytes (latent attention: layers * (d_c + d_r) * kv_bytes)."""
         return self.kv_cache_bytes(1)
 
-    def kv_cache_bytes(self, context: object) -> sp.Expr:
+    def kv_cache_bytes(self, context: object,
+                       window_cache: WindowCache | str = WindowCache.WINDOW) -> sp.Expr:
         """KV-cache bytes of one sequence at ``context`` positions: a full layer holds all
-        of them, a windowed layer at most ``window`` (a rolling buffer).
+        of them, a windowed layer at most ``window`` (a rolling buffer; with
+        ``window_cache="window_minus_1"``, transformers' dynamic cache, at most W - 1: it
+        joins the new position to them for the step).
+
+        >>> from symroof.models import transformer
+        >>> m = transformer(layers=2, d_model=8, heads=2, window=4)
+        >>> m.kv_cache_bytes(100), m.kv_cache_bytes(100, "window_minus_1")
+        (128*b, 96*b)
 
         >>> from symroof.models import get
         >>> from symroof.symbols import b
         >>> get("mistral-7b").kv_cache_bytes(32768).subs(b, 2) / 2**30   # 4096 kept
         1/2
         """
+        mode = option(WindowCache, window_cache, "window_cache")
+        m = self
+        if mode is WindowCache.WINDOW_MINUS_1 and self.window is not None:
+            if self.window == 1:
+                raise SymroofError(f"model {self.name!r} window_cache: a window of 1 keeps "
+                                   "no position (W - 1 = 0)")
+            m = replace(self, window=self.window - 1)
         return sp.expand(sp.Add(*(count * t.nbytes
-                                  for t, count in kv_cache_tensors(self, context))))
+                                  for t, count in kv_cache_tensors(m, context))))
 
     def count_params(self, *, active: bool = False, input_embedding: bool = True) -> sp.Expr:
         """Parameters, summed over the weight tensors of the model's graph.

@@ -116,3 +116,24 @@ def test_refused_families_are_refused_by_name(family):
         from_hf_dict({**BASE, "model_type": family}, where="cfg.json")
     assert repr(family) in str(err.value) and str(err.value).startswith("cfg.json")
 
+
+
+ENTRIES = json.loads(FIXTURE.read_text())["entries"]
+HELD = [e for e in ENTRIES if "cache_positions_after_step" in e and e["batch"] == 1
+        and not e["family"].startswith("deepseek") and e["past"] in (1, 12)]
+
+
+@pytest.mark.parametrize("entry", HELD, ids=[e["id"] for e in HELD])
+def test_rolling_buffer_conventions_against_transformers_cache(entry):
+    """The positions transformers' dynamic cache holds after a step (recorded per layer)
+    are window_cache="window_minus_1"'s bytes; the default keeps W (one more position on
+    each windowed layer once the context passes W - 1)."""
+    from symroof.symbols import b
+
+    m = from_hf_dict(entry["config"])
+    per_position = 2 * m.kv_heads * m.head_dim * b           # K and V of one layer
+    held = sum(entry["cache_positions_after_step"]) * per_position
+    context = entry["past"] + 1
+    assert m.kv_cache_bytes(context, "window_minus_1") == held
+    extra = 0 if m.window is None or context < m.window else m.windowed_layers
+    assert m.kv_cache_bytes(context) - held == extra * per_position
