@@ -12,9 +12,10 @@ only with ``use_sliding_window``; Gemma 2 and gpt-oss: even layers; Gemma 3: all
 every ``sliding_window_pattern``-th). Biases follow each family's modelling code
 (:data:`symroof.models.hf_fields.BIASES`): a flag the family does not read is ignored, as
 transformers ignores it (Mistral's ``attention_bias``, Qwen2's ``mlp_bias``). An unknown
-architecture, a missing field or a field of the wrong type is a SymroofError naming it; a field that changes the cost but
-is not modelled (a quantization config, cross-attention, a vision tower, chunked
-attention) is refused by name; fields that do not change the cost are ignored.
+architecture, a missing field or a field of the wrong type is a SymroofError naming it;
+a field that changes the cost but is not modelled (a quantization config,
+cross-attention, a vision tower, chunked attention) is refused by name; fields that do
+not change the cost are ignored.
 
 >>> m = from_hf_dict({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
 ...     "num_key_value_heads": 2, "intermediate_size": 160, "num_hidden_layers": 2,
