@@ -91,20 +91,22 @@ REFUSED_FAMILIES: dict[str, tuple[str, str]] = {
                 "not modelled"),
     "jetmoe": ("num_local_experts", "a mixture of attention heads (MoA) besides the MLP "
                "experts is not modelled"),
-    "bitnet": ("hidden_act", "the norms inside attention and the MLP (attn_sub_norm, "
-               "ffn_sub_norm) are not modelled"),
+    "bitnet": ("attn_sub_norm", "norms inside attention and the MLP (attn_sub_norm, "
+               "ffn_sub_norm, no config field) are not modelled"),
     "deepseek_v32": ("index_topk", "sparse attention through an indexer (top-k positions "
                      "per query) is not modelled"),
     "longcat_flash": ("zero_expert_num", "two attentions per layer and zero-computation "
                       "experts are not modelled"),
-    "afmoe": ("num_attention_heads", "a sigmoid gate on each head's attention output "
-              "(self_attn.gate_proj) is not modelled"),
-    "phi": ("lm_head", "PhiForCausalLM's LM head always has a bias, which is not modelled"),
+    "afmoe": ("self_attn.gate_proj", "a sigmoid gate on each head's attention output "
+              "(no config field) is not modelled"),
+    "phi": ("lm_head.bias", "PhiForCausalLM's LM head always has a bias (no config field), "
+            "which is not modelled"),
     "gpt_neox": ("use_parallel_residual", "two norms feeding attention and the MLP side by "
                  "side are not modelled"),
     "falcon": ("new_decoder_architecture", "Falcon's decoder variants (ALiBi, multi-query "
                "with parallel norms) are not modelled"),
-    "bloom": ("n_head", "ALiBi positions and a norm after the embedding are not modelled"),
+    "bloom": ("alibi", "ALiBi positions and a norm after the embedding (no config field) "
+              "are not modelled"),
     "dbrx": ("ffn_config", "DBRX's nested attention and FFN configs are not read"),
     "gemma3n_text": ("altup_num_inputs", "AltUp, Laurel blocks and per-layer embeddings are "
                      "not modelled"),
