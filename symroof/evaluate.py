@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import itertools
+import numbers
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -181,10 +182,24 @@ def _grid_values(np: Any, values: object, key: object) -> Any:
     except (ValueError, TypeError) as err:  # ragged nesting
         raise SymroofError(f"sweep grid {key}: expected an array of real numbers ({err})") \
             from None
+    if arr.dtype.kind == "O" and all(_real(v) for v in arr.flat):  # Fractions, SymPy numbers
+        try:
+            return arr.astype(np.float64)
+        except (TypeError, ValueError, OverflowError):
+            pass
     if arr.dtype.kind not in "iuf":   # object, str, complex, bool, datetime...
         raise SymroofError(f"sweep grid {key}: expected an array of real numbers, got "
                            f"{arr.dtype} values {shown(values)}")
     return arr.astype(np.float64)
+
+
+def _real(v: object) -> bool:
+    """A real number that is not a bool: an int, float, Fraction or real SymPy number."""
+    if isinstance(v, bool) or v is None:
+        return False
+    if isinstance(v, sp.Basic):
+        return bool(v.is_number and v.is_real)
+    return isinstance(v, numbers.Real)
 
 
 def _load_numpy() -> tuple[Any, Any]:

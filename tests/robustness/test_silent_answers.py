@@ -87,3 +87,13 @@ def test_sweep_grid_values_that_are_not_real_numbers(values):
     with pytest.raises(SymroofError, match="sweep grid n: expected an array of real numbers"):
         sr.sweep(2 * n, {n: values})
     assert sr.sweep(2 * n, {n: [1, 2.5]}).tolist() == [2.0, 5.0]
+
+
+def test_sweep_grid_of_exact_numbers_still_sweeps():
+    from fractions import Fraction
+
+    import sympy as sp
+
+    n = dim("n")
+    grid = [Fraction(1, 2), sp.Integer(3), sp.Rational(5, 4)]
+    assert sr.sweep(2 * n, {n: grid}).tolist() == [1.0, 6.0, 2.5]
