@@ -188,7 +188,25 @@ class Analysis(Rich):
         return Analysis(self.graph, conv, self.tokens)
 
     def subs(self, values: Mapping[sp.Symbol, object]) -> dict[str, sp.Expr]:
-        """flops, bytes and intensity with ``values`` substituted (exact)."""
+        """flops, bytes and intensity with ``values`` substituted (exact). Values that
+        leave a dimension of the graph zero or negative (a kernel larger than its input)
+        are refused, naming it: the counts would be negative or empty, not a workload."""
+        if not isinstance(values, Mapping):
+            raise SymroofError(f"{self.graph.name} subs: expected a mapping of symbols to "
+                               f"values, got {type(values).__name__}")
+        given = {k for k in values if isinstance(k, sp.Symbol)}
+        for t in sorted(self.graph.tensors, key=lambda x: x.name):
+            for i, d in enumerate(t.shape):
+                if d.is_number or not d.free_symbols <= given:
+                    continue
+                factors = [a.base if isinstance(a, sp.Pow) else a
+                           for a in (d.args if isinstance(d, sp.Mul) else ())]
+                for f in (*factors, d):      # a factor first: it names the culprit
+                    v = f.subs(values)
+                    if f.free_symbols and v.is_number and v.is_positive is not True:
+                        raise SymroofError(f"{self.graph.name}: {f} is {v} in tensor "
+                                           f"{t.name!r} dimension {i}; expected a positive "
+                                           "size (these values leave the workload empty)")
         return {"flops": self.flops.subs(values), "bytes": self.bytes.subs(values),
                 "intensity": self.intensity.subs(values)}
 

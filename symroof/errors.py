@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-__all__ = ["SymroofError", "suggest"]
+__all__ = ["SymroofError", "suggest", "shown"]
 
 
 class SymroofError(ValueError):
@@ -28,3 +28,19 @@ def suggest(name: str, known: Iterable[str]) -> str:
     if not close:
         return ""
     return " (did you mean " + ", ".join(repr(c) for c in close) + "?)"
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """``repr(value)`` for a message, cut at ``limit`` characters; a value whose repr
+    fails (an integer past Python's digit limit inside it) is described by its type.
+
+    >>> shown(None), shown(b"x")
+    ('None', "b'x'")
+    >>> shown({"n": 10**5000})
+    'a dict (too large to show)'
+    """
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"a {type(value).__name__} (too large to show)"
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import itertools
+import numbers
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -22,10 +23,11 @@ from symroof import hardware
 from symroof.analysis import Analysis
 from symroof.budget import check_expr, check_rows, substitute
 from symroof.device import DeviceMemory, choose_link, device_memory, entry_sequences, fraction
-from symroof.errors import SymroofError
+from symroof.errors import SymroofError, shown
 from symroof.hardware import HardwareSpec
 from symroof.ir import Kind, as_expr
-from symroof.passes.shard import sharding
+from symroof.options import option
+from symroof.passes.shard import CollectiveAlgorithm, collective_terms, sharding
 from symroof.precision import Precision
 from symroof.rich import Rich
 from symroof.symbols import b as _b
@@ -158,7 +160,7 @@ def sweep(expr: object, grid: Mapping[object, object], *,
     np, run = _NUMPY or _load_numpy()
     e, fixed, scalars, by_name = _prepared(expr, subs)
     keys = grid_symbols(grid, by_name, fixed, "sweep")
-    values = [np.asarray(grid[k], dtype=np.float64) for k in keys.values()]
+    values = [_grid_values(np, grid[k], k) for k in keys.values()]
     shape = np.broadcast_shapes(*(np.shape(v) for v in values))
     (out,) = run((e,), (*keys, *fixed), (*values, *scalars), shape)
     if not np.isfinite(out).all():
@@ -167,6 +169,37 @@ def sweep(expr: object, grid: Mapping[object, object], *,
 
 
 _NUMPY: tuple[Any, Any] | None = None  # (numpy, lambdified.run) once a sweep has run
+
+
+def _grid_values(np: Any, values: object, key: object) -> Any:
+    """A grid's values as a float64 array: real numbers only (no strings, bytes, None,
+    mappings, complex numbers or booleans), each finite check left to the caller."""
+    if isinstance(values, (str, bytes, bytearray, Mapping)) or values is None:
+        raise SymroofError(f"sweep grid {key}: expected an array of real numbers, got "
+                           f"{type(values).__name__} {shown(values)}")
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError) as err:  # ragged nesting
+        raise SymroofError(f"sweep grid {key}: expected an array of real numbers ({err})") \
+            from None
+    if arr.dtype.kind == "O" and all(_real(v) for v in arr.flat):  # Fractions, SymPy numbers
+        try:
+            return arr.astype(np.float64)
+        except (TypeError, ValueError, OverflowError):
+            pass
+    if arr.dtype.kind not in "iuf":   # object, str, complex, bool, datetime...
+        raise SymroofError(f"sweep grid {key}: expected an array of real numbers, got "
+                           f"{arr.dtype} values {shown(values)}")
+    return arr.astype(np.float64)
+
+
+def _real(v: object) -> bool:
+    """A real number that is not a bool: an int, float, Fraction or real SymPy number."""
+    if isinstance(v, bool) or v is None:
+        return False
+    if isinstance(v, sp.Basic):
+        return bool(v.is_number and v.is_real)
+    return isinstance(v, numbers.Real)
 
 
 def _load_numpy() -> tuple[Any, Any]:
@@ -310,6 +343,8 @@ class Roofline(Rich):
     sequences: sp.Expr | None = None        # sequences one run serves (B of a micro-batch)
     efficiency: sp.Expr = _ONE              # achieved fraction of the bound
     memory: DeviceMemory | None = None      # what one device holds, against its capacity
+    link_latency_s: sp.Expr = _ZERO         # alpha: the collectives' latency per run
+    collective: str = "ring"                # the collectives' algorithm (CollectiveAlgorithm)
 
     def __repr__(self) -> str:
         """For people: floats with units (the exact values stay in the attributes).
@@ -349,10 +384,11 @@ class Roofline(Rich):
 
     @property
     def communication_time_s(self) -> sp.Expr:
-        """Bytes sent / one direction of the link (0 for a workload on one device)."""
+        """Bytes sent / one direction of the link, plus the collectives' latency (the
+        alpha-beta model; 0 for a workload on one device)."""
         if self.communication == 0 or self.link_bandwidth is None:
             return _ZERO
-        return self.communication / self.link_bandwidth
+        return self.communication / self.link_bandwidth + self.link_latency_s
 
     @cached_property
     def time_s(self) -> sp.Expr:
@@ -521,7 +557,8 @@ def roofline(workload: Analysis, hw: HardwareSpec | str, *,
              subs: Mapping[object, object] | None = None, unit: str | None = None,
              level: str | None = None, efficiency: object = 1, link: str | None = None,
              reserve: object = 0, kv_cache: object | None = None,
-             footprint: bool = True) -> Roofline:
+             footprint: bool = True, collective: str = "ring",
+             latency: bool = False) -> Roofline:
     """Bound ``workload`` on chip ``hw`` (a spec, its name or its file) at ``precision``.
 
     The peak is taken in the workload's FLOP convention (a chip whose vendor counts a
@@ -533,7 +570,11 @@ def roofline(workload: Analysis, hw: HardwareSpec | str, *,
     back when judging the fit; ``kv_cache`` (bytes, in the workload's symbols) is the
     cache a device holds where the graph reads none (a prefill writes it); without
     ``footprint`` (a training step, whose memory is :mod:`symroof.training`'s) ``memory``
-    is None.
+    is None. A sharded workload's collectives run as ``collective`` (``"ring"``, default;
+    ``"tree"``, ``"full"``: :class:`symroof.passes.shard.CollectiveAlgorithm`) and, with
+    ``latency=True`` (default False: the bandwidth term alone, the seeds' convention) and
+    a link whose chip file gives ``latency_us``, cost their latency too (the alpha of
+    alpha-beta): ``base_latency_us`` once per collective plus ``latency_us`` per step.
     """
     if not isinstance(workload, Analysis):
         raise SymroofError(f"roofline: expected a workload (Analysis), got {type(workload).__name__}")
@@ -541,13 +582,15 @@ def roofline(workload: Analysis, hw: HardwareSpec | str, *,
     values = workload_values(workload, subs, precision)
     return roofline_at(workload, spec, values, Precision.parse(precision), unit=unit,
                        level=level, efficiency=efficiency, link=link, reserve=reserve,
-                       kv_cache=kv_cache, footprint=footprint)
+                       kv_cache=kv_cache, footprint=footprint, collective=collective,
+                       latency=latency)
 
 
 def roofline_at(workload: Analysis, spec: HardwareSpec, values: Mapping[sp.Symbol, sp.Expr],
                 peak: Precision, *, unit: str | None = None, level: str | None = None,
                 efficiency: object = 1, link: str | None = None, reserve: object = 0,
-                kv_cache: object | None = None, footprint: bool = True) -> Roofline:
+                kv_cache: object | None = None, footprint: bool = True,
+                collective: str = "ring", latency: bool = False) -> Roofline:
     """:func:`roofline` at ``values`` already checked (:func:`workload_values`, or a
     request's rows, :mod:`symroof.request`), ``b`` among them where it is free, with the
     compute peak at ``peak``: nothing is checked again."""
@@ -562,6 +605,15 @@ def roofline_at(workload: Analysis, spec: HardwareSpec, values: Mapping[sp.Symbo
     lay = sharding(workload.graph)
     sent = _at(workload.cost.bytes_by_kind.get(Kind.COMMUNICATION, _ZERO), values)
     chosen = None if sent == 0 else choose_link(spec, link, why=f"tp {lay.tp}, pp {lay.pp}")
+    if not isinstance(latency, bool):
+        raise SymroofError(f"latency: expected true or false, got {latency!r}")
+    alg = option(CollectiveAlgorithm, collective, "collective")
+    alpha = _ZERO
+    if chosen is not None:
+        wire, steps, count = (_at(x, values) for x in collective_terms(workload.graph, alg))
+        sent = wire
+        if latency and chosen.step_latency_s is not None:
+            alpha = steps * chosen.step_latency_s + count * (chosen.base_latency_s or 0)
     seqs = entry_sequences(workload.graph) if tokens is not None else None
     return Roofline(
         hardware=spec.name, precision=peak, level=level or spec.main_memory, flops=f, bytes=q,
@@ -572,7 +624,8 @@ def roofline_at(workload: Analysis, spec: HardwareSpec, values: Mapping[sp.Symbo
         efficiency=fraction(efficiency, "efficiency", zero=False),
         memory=device_memory(workload, spec, values, level=level, microbatches=lay.microbatches,
                              reserve=fraction(reserve, "reserve", zero=True),
-                             kv_cache=kv_cache) if footprint else None)
+                             kv_cache=kv_cache) if footprint else None,
+        link_latency_s=alpha, collective=alg.value)
 
 
 @dataclass(frozen=True)

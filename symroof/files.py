@@ -29,6 +29,7 @@ symroof.errors.SymroofError: note ...: not a regular file
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import stat
@@ -38,7 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from symroof.errors import SymroofError
+from symroof.errors import SymroofError, shown
 
 try:
     import fcntl  # POSIX only: a FIFO written in place
@@ -46,7 +47,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["MAX_FILE_BYTES", "read_bytes", "read_text", "write_text", "write_files",
-           "parse_toml"]
+           "parse_toml", "parse_json"]
 
 #: The largest user file symroof reads (claim files, configs, chip files are kilobytes).
 MAX_FILE_BYTES = 8 * 2**20
@@ -55,7 +56,8 @@ MAX_FILE_BYTES = 8 * 2**20
 def read_bytes(path: str | os.PathLike[str], what: str, *, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes."""
     if not isinstance(path, (str, os.PathLike)):
-        raise SymroofError(f"{what}: expected a file path, got {type(path).__name__} {path!r}")
+        raise SymroofError(f"{what}: expected a file path (a str or os.PathLike), got "
+                           f"{type(path).__name__} {shown(path)}")
     name = os.fspath(path)
     try:
         info = os.stat(name)  # follows links: a link to /dev/zero is judged by its target
@@ -111,6 +113,29 @@ def parse_toml(text: str, origin: str, what: str = "") -> dict[str, Any]:
         size = f"{digits} digits" if digits else "thousands of digits"
         raise SymroofError(f"{origin}: {what}{key}: expected a number, got an integer of "
                            f"{size}") from None
+
+
+def parse_json(text: str, origin: str) -> Any:
+    """``text`` read as JSON; every way it can fail is a :class:`SymroofError` that starts
+    with ``origin``: bad syntax, nesting too deep, an integer past Python's digit limit
+    (with its key).
+
+    >>> parse_json('{"n": ' + "9" * 5000 + "}", "config.json")
+    Traceback (most recent call last):
+    ...
+    symroof.errors.SymroofError: config.json: field 'n' is out of range (an integer of 5000 digits)
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SymroofError(f"{origin}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise SymroofError(f"{origin}: not valid JSON (nested too deeply)") from None
+    except ValueError:  # an integer past Python's digit limit
+        hit = re.search(r'"([^"]{1,80})"\s*:\s*-?([0-9]{1000,})', text)
+        what = f"field {hit.group(1)!r}" if hit else "a value"
+        size = f"{len(hit.group(2))} digits" if hit else "thousands of digits"
+        raise SymroofError(f"{origin}: {what} is out of range (an integer of {size})") from None
 
 
 # a temporary file of ours: .<target name>.symroof-<pid>-<mkstemp's 8 characters>.tmp

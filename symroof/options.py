@@ -119,6 +119,7 @@ class Activation(StrEnum):
     GELU = "gelu"
     SILU = "silu"
     RELU = "relu"
+    RELU2 = "relu2"  # relu(x)^2 (Nemotron, Arcee)
 
 
 class Positions(StrEnum):
@@ -201,11 +202,21 @@ class LatentDecode(StrEnum):
 
 
 class ExpertReads(StrEnum):
-    """Which routed experts' weights a step reads (option ``expert_reads``; default all)."""
+    """Which routed experts' weights a step reads (option ``expert_reads``; default
+    ``"expected"``: the reads follow the batch wherever it has a value)."""
 
     ALL = "all"            # every expert: exact once tokens * k >= experts, an upper bound below
     ROUTED = "routed"      # min(E, tokens * k): no two routed (token, expert) pairs share one
     EXPECTED = "expected"  # E (1 - (1 - k/E)^tokens): tokens routed independently, uniformly
+    ACTIVE = "active"      # k of E whatever the tokens: one token's experts (a lower bound)
+
+
+class WindowCache(StrEnum):
+    """Positions a windowed layer's rolling KV buffer holds between decode steps once the
+    context passes the window (option ``window_cache``; default ``"window"``)."""
+
+    WINDOW = "window"                  # W: the positions the next step attends, kept
+    WINDOW_MINUS_1 = "window_minus_1"  # W - 1: transformers' DynamicSlidingWindowLayer
 
 
 class QkNorm(StrEnum):
@@ -213,6 +224,7 @@ class QkNorm(StrEnum):
 
     HEAD = "head"  # RMSNorm over each head's head_dim (Qwen3, Gemma 3): 2 head_dim gains
     FULL = "full"  # RMSNorm over all of Q and all of K (OLMoE): q_dim + kv_dim gains
+    HEADS = "heads"  # the model's norm over each head, a gain per head and value (Cohere)
 
 
 class Recompute(StrEnum):

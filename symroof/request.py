@@ -75,7 +75,7 @@ class Layout:
     tp: int = 1
     pp: int = 1
     microbatches: int = 1
-    expert_reads: ExpertReads = ExpertReads.ALL
+    expert_reads: ExpertReads = ExpertReads.EXPECTED
 
     def changed(self) -> tuple[str, ...]:
         """The fields that differ from the defaults."""
@@ -117,6 +117,8 @@ class Request:
     reserve: sp.Expr = sp.Integer(0)
     prompt: sp.Expr | None = None   # decode: time to first token for prompts this long
     draft: Draft | None = None      # decode: speculative decoding with this draft
+    collective: str = "ring"        # the collectives' algorithm (CollectiveAlgorithm)
+    latency: bool = False           # add the link's per-collective latency (alpha-beta)
     names: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -417,7 +419,8 @@ def _served(r: Request, hw: HardwareSpec, found: Iterator[Point]) -> Iterator[Se
             free = ttft.flops.free_symbols | ttft.bytes.free_symbols
             first = roofline(ttft, hw, precision=r.numerics.peak,
                              subs={k: v for k, v in p.values.items() if k in (B, b) and k in free},
-                             efficiency=r.efficiency, link=r.link)
+                             efficiency=r.efficiency, link=r.link,
+                             collective=r.collective, latency=r.latency)
         spec_ = None if r.draft is None or draft is None else speculative(
             m, draft, hw, batch=p.values.get(B, B), context=p.values.get(S, S),
             draft_tokens=r.draft.tokens, acceptance=r.draft.acceptance, tp=lay.tp,
@@ -431,7 +434,8 @@ def _roofline_options(r: Request) -> dict[str, Any]:
     footprint for a training step (its memory is symroof train's)."""
     opts: dict[str, Any] = {"unit": r.unit, "level": r.level, "efficiency": r.efficiency,
                             "link": r.link, "reserve": r.reserve,
-                            "footprint": r.workload != "training"}
+                            "footprint": r.workload != "training",
+                            "collective": r.collective, "latency": r.latency}
     if r.workload == "prefill":
         from symroof.serving import kv_cache_per_device  # see the note at the top
         from symroof.symbols import B, S  # likewise
@@ -448,7 +452,7 @@ def _roofline_options(r: Request) -> dict[str, Any]:
 
 def make(workload: str, *, options: Mapping[str, object] | None = None,
          model: str | TransformerModel | None = None, tp: object = 1, pp: object = 1,
-         microbatches: object = 1, expert_reads: ExpertReads | str = ExpertReads.ALL,
+         microbatches: object = 1, expert_reads: ExpertReads | str = ExpertReads.EXPECTED,
          precision: Precision | str | None = None, weights: Precision | str | None = None,
          kv_cache: Precision | str | None = None, activations: Precision | str | None = None,
          chip: str | HardwareSpec | None = None,
@@ -456,7 +460,8 @@ def make(workload: str, *, options: Mapping[str, object] | None = None,
          unit: str | None = None, level: str | None = None, link: str | None = None,
          efficiency: object = 1, reserve: object = 0, prompt: object | None = None,
          draft: Draft | None = None, numerics: Numerics | None = None,
-         names: Mapping[str, str] | None = None) -> Request:
+         names: Mapping[str, str] | None = None, collective: str = "ring",
+         latency: bool = False) -> Request:
     """A checked :class:`Request` from loose input: the formats resolved once
     (:meth:`Numerics.resolve`), options by name or member, ``sets`` as ``NAME=V[,V...]``
     texts (the safe parser's syntax) or a mapping of symbols or their names to a value or
@@ -480,11 +485,25 @@ def make(workload: str, *, options: Mapping[str, object] | None = None,
         chip=chip, unit=unit, level=level, link=link,
         efficiency=as_expr(efficiency, "efficiency"), reserve=as_expr(reserve, "reserve"),
         prompt=None if prompt is None else as_expr(prompt, spell.get("prompt", "prompt")),
-        draft=draft, names=tuple(sorted((names or {}).items())))
+        draft=draft, names=tuple(sorted((names or {}).items())),
+        collective=_collective(collective, spell.get("collective", "collective")),
+        latency=_flag(latency, spell.get("latency", "latency")))
     bare = Request(**common)  # checked without values: their names need the analysis
     if not sets:
         return bare
     return Request(**{**common, "sets": _sets(bare, sets)})
+
+
+def _collective(value: object, what: str) -> str:
+    from symroof.passes.shard import CollectiveAlgorithm  # see the note at the top
+
+    return option(CollectiveAlgorithm, value, what).value
+
+
+def _flag(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise SymroofError(f"{what}: expected true or false, got {value!r}")
+    return value
 
 
 def _count(value: object, what: str) -> int:

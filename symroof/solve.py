@@ -41,12 +41,25 @@ __all__ = ["limit", "leading_term", "crossover", "Crossover", "Crossings", "cros
            "regimes", "Regime", "sensitivity", "theta", "positive_condition"]
 
 
+def power_hint(expr: sp.Expr, var: sp.Symbol) -> str:
+    """Why ``expr`` is no rational function of ``var`` when ``var`` is in an exponent: a
+    mixture of experts' expected expert reads, E (1 - (1 - k/E)^tokens), the default;
+    the options that make it one are named. '' otherwise."""
+    if not any(var in p.exp.free_symbols for p in expr.atoms(sp.Pow)):
+        return ""
+    return (f"; {var} is in an exponent, as in a mixture of experts' expected expert reads "
+            "(expert_reads='expected', the default: E(1 - (1 - k/E)^tokens)); "
+            "expert_reads='all' (an upper bound) or 'active' (k experts a token) makes it "
+            "a rational function (--expert-reads all|active)")
+
+
 def _rational_parts(expr: sp.Expr, var: sp.Symbol, what: str) -> tuple[sp.Poly, sp.Poly]:
     num, den = sp.fraction(sp.cancel(sp.together(expr)))
     try:
         return sp.Poly(num, var), sp.Poly(den, var)
     except sp.PolynomialError:
-        raise SymroofError(f"{what}: expected a rational function of {var}, got {expr}") from None
+        raise SymroofError(f"{what}: expected a rational function of {var}, got "
+                           f"{_short(expr)}{power_hint(expr, var)}") from None
 
 
 def _symbol(var: object, what: str) -> sp.Symbol:
@@ -154,7 +167,7 @@ def _sympy_limit(e: sp.Expr, v: sp.Symbol, to: object) -> sp.Expr:
         return sp.limit(e, v, to)
     except Exception as exc:  # SymPy's limit raises many types; the caller gets one
         raise SymroofError(f"limit of {_short(e)} as {v} -> {to}: no closed form "
-                           f"({type(exc).__name__})") from None
+                           f"({type(exc).__name__}){power_hint(e, v)}") from None
 
 
 def positive_condition(expr: sp.Expr) -> sp.Expr | bool:

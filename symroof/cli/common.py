@@ -144,8 +144,9 @@ def add_layout_options(p: argparse.ArgumentParser) -> None:
                    help="micro-batches per step with --pp (default 1)")
     p.add_argument("--expert-reads", dest="expert_reads", default=None,
                    choices=choices(ExpertReads),
-                   help="routed experts whose weights a step reads (default all; expected: "
-                   "E(1 - (1 - k/E)^tokens) under uniform routing)")
+                   help="routed experts whose weights a step reads (default expected: "
+                   "E(1 - (1 - k/E)^tokens) under uniform routing; all: an upper bound; "
+                   "active: k per step; routed: min(E, tokens k))")
 
 
 def add_format(p: argparse.ArgumentParser) -> None:

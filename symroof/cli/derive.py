@@ -50,6 +50,12 @@ def _configure(p: argparse.ArgumentParser, with_hardware: bool) -> None:
     p.add_argument("--level", default=None, help="memory level (default: main memory)")
     p.add_argument("--link", default=None,
                    help="interconnect for --tp/--pp traffic (default: the fastest)")
+    p.add_argument("--collective", default="ring", choices=["ring", "tree", "full"],
+                   help="how --tp collectives travel (default ring; tree: NCCL's all-reduce "
+                   "tree; full: each device sends the full payload)")
+    p.add_argument("--latency", action="store_true",
+                   help="add each collective's latency from the chip file's link (NCCL's "
+                   "alpha-beta model) to the bandwidth term")
     p.add_argument("--efficiency", default=None,
                    help="achieved fraction of the bound for latency and tokens/s (default 1; "
                    "seed 001: real systems reach 0.6-0.75)")
@@ -105,7 +111,8 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     r = request_of(args, numerics=numerics, sets=args.set or [], chip=evaluating,
                    efficiency=number_arg(getattr(args, "efficiency", None), "--efficiency", 1),
                    reserve=number_arg(getattr(args, "reserve", None), "--reserve", 0),
-                   **extras)
+                   **({"collective": args.collective, "latency": args.latency}
+                      if evaluating else {}), **extras)
     wl = analysis(r)
     # text output of many rows takes the compiled path; --exact and --json keep exact
     # rationals; rows are made, evaluated and written one at a time

@@ -7,7 +7,8 @@ import argparse
 import sympy as sp
 
 from symroof.budget import substitute
-from symroof.cli.common import (Command, Output, add_format, add_workload_options,
+from symroof.cli.common import (Command, Output, add_format, add_layout_options,
+                                add_workload_options,
                                 build_workload, check_format, parse_sets, workload_symbols)
 from symroof.errors import SymroofError
 from symroof.evaluate import evaluate
@@ -28,6 +29,7 @@ _ONLY = {"limit": {"of": "I", "to": "oo"},
 def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("kind", choices=["limit", "crossover"])
     add_workload_options(p)
+    add_layout_options(p)   # --expert-reads all|active: a solvable form for a mixture
     add_format(p)
     p.add_argument("--var", required=True, help="the symbol that varies (B, S, ...)")
     p.add_argument("--of", default=None, help="limit: expression of F, Q, I, F_weights, "

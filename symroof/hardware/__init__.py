@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from importlib import resources
 
 from symroof.budget import current
-from symroof.errors import SymroofError, suggest
+from symroof.errors import SymroofError, shown, suggest
 from symroof.files import parse_toml, read_bytes
 from symroof.hardware.spec import (PRECISIONS, UNITS, HardwareSpec, Link, MemoryLevel, Peak,
                                    parse_spec)
@@ -112,7 +112,7 @@ def resolve(hw: object) -> HardwareSpec:
     if isinstance(hw, str):
         return get(hw)
     raise SymroofError(f"hardware: expected a chip name or a HardwareSpec, got "
-                       f"{type(hw).__name__} {hw!r}")
+                       f"{type(hw).__name__} {shown(hw)}")
 
 
 def load(path: str | os.PathLike[str]) -> HardwareSpec:

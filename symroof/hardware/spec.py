@@ -77,6 +77,9 @@ class Link:
     bandwidth: sp.Rational
     source: str
     direction: str = "both"
+    step_latency_s: sp.Rational | None = None   # alpha: seconds per step of a collective
+    base_latency_s: sp.Rational | None = None   # seconds each collective costs once
+    latency_source: str | None = None
 
     @property
     def per_direction(self) -> sp.Rational:
@@ -255,11 +258,21 @@ def _link(name: str, table: Mapping[str, Any], origin: str) -> Link:
         raise SymroofError(f"{origin}: {where} direction: expected one of "
                            f"{', '.join(DIRECTIONS)} (does the figure count both directions "
                            f"together, or each?), got {direction!r}")
-    found = _quantities({k: v for k, v in table.items() if k != "direction"}, origin, where,
+    latency_keys = ("latency_us", "base_latency_us", "latency_source")
+    found = _quantities({k: v for k, v in table.items()
+                         if k != "direction" and k not in latency_keys}, origin, where,
                         ("bandwidth",))
     if "bandwidth" not in found:
         raise SymroofError(f"{origin}: {where} missing required field bandwidth_<unit>_per_s")
-    return Link(name, found["bandwidth"], source, direction)
+    # alpha of the alpha-beta model: per step of a collective, and once per collective
+    lat = {k: _number(table[k], origin, f"{where} {k}") / 10**6
+           for k in latency_keys[:2] if k in table}
+    lat_source = table.get("latency_source")
+    if lat and (not isinstance(lat_source, str) or not lat_source.strip()):
+        raise SymroofError(f"{origin}: {where} latency_us needs latency_source (where the "
+                           "figure comes from)")
+    return Link(name, found["bandwidth"], source, direction, lat.get("latency_us"),
+                lat.get("base_latency_us"), lat_source if lat else None)
 
 
 def _quantities(table: Mapping[str, Any], origin: str, where: str,

@@ -22,7 +22,8 @@ from typing import Any
 import sympy as sp
 
 from symroof.budget import check_rows
-from symroof.errors import SymroofError
+from symroof.errors import SymroofError, shown
+from symroof.files import parse_json, read_text
 from symroof.evaluate import roofline
 from symroof.hardware import HardwareSpec
 from symroof.measure.gemm import target_spec
@@ -107,14 +108,10 @@ def load_config(config: Mapping[str, object] | str | os.PathLike[str]) -> dict[s
     """A config.json mapping, given as one or as a path to the file."""
     if isinstance(config, Mapping):
         return dict(config)
-    try:
-        with open(config, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except OSError as err:
-        raise SymroofError(f"{os.fspath(config)}: cannot read config ({err.strerror})") from None
-    except json.JSONDecodeError as err:
-        raise SymroofError(f"{os.fspath(config)}: not valid JSON ({err.msg}, line "
-                           f"{err.lineno})") from None
+    if not isinstance(config, (str, os.PathLike)):
+        raise SymroofError(f"config: expected a mapping or a file path, got "
+                           f"{type(config).__name__} {shown(config)}")
+    data = parse_json(read_text(config, "config.json"), os.fspath(config))
     if not isinstance(data, dict):
         raise SymroofError(f"{os.fspath(config)}: expected a JSON object")
     return data

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from symroof.errors import SymroofError, suggest
+from symroof.errors import SymroofError, shown, suggest
 from symroof.models.config import TransformerModel, transformer
 from symroof.models.hf import from_hf_config, from_hf_dict
 from symroof.models.latent import LatentAttention
@@ -27,7 +27,8 @@ def names() -> tuple[str, ...]:
 def get(name: str) -> TransformerModel:
     """A preset model by name (unknown names suggest the closest ones)."""
     if not isinstance(name, str) or name not in PRESETS:
-        raise SymroofError(f"unknown model {name!r}{suggest(str(name), PRESETS)}; "
+        hint = suggest(name, PRESETS) if isinstance(name, str) else ""
+        raise SymroofError(f"unknown model {shown(name)}{hint}; "
                            f"known: {', '.join(sorted(PRESETS))}")
     return _preset(name)
 

@@ -23,7 +23,7 @@ import sympy as sp
 from symroof.errors import SymroofError
 from symroof.ir import as_dim, as_expr
 from symroof.models.latent import LatentAttention
-from symroof.options import Activation, MlpKind, Norm, Positions, QkNorm, option
+from symroof.options import Activation, MlpKind, Norm, Positions, QkNorm, WindowCache, option
 from symroof.precision import bytes_per_value
 from symroof.symbols import b as _b
 from symroof.workloads.layers import LayerGroup, kv_cache_tensors, weight_tensors
@@ -44,7 +44,10 @@ class TransformerModel:
     None). A mixture of experts (``experts > 1``) routes each token to
     ``experts_per_token`` experts of width ``expert_d_ff`` (``d_ff`` when None), adds a
     shared expert of width ``shared_d_ff`` if set, and keeps ``dense_layers`` layers with
-    a dense MLP of width ``d_ff`` (``window_dense_layers`` of them windowed).
+    a dense MLP of width ``d_ff`` (``window_dense_layers`` of them windowed). Norms have a
+    gain unless ``norm_weight`` is false (OLMo) and a bias as ``norm_bias`` says (None: a
+    layernorm has one); ``parallel`` runs attention and the MLP side by side off one norm
+    (Cohere); ``rotary_layers`` of the layers rotate q and k (None: all; SmolLM3).
     """
 
     name: str
@@ -84,6 +87,11 @@ class TransformerModel:
     attention_dropout: sp.Expr = _ZERO          # dropout on the attention probabilities (training)
     hidden_dropout: sp.Expr = _ZERO             # on the embedding and each sublayer's output
     dropout_mask_bytes: sp.Expr = sp.Integer(1)  # bytes per mask value (PyTorch keeps a bool)
+    expert_bias: bool | None = None             # routed experts' biases (None: as mlp_bias)
+    norm_weight: bool = True                    # each norm has a gain (OLMo's LayerNorm: none)
+    norm_bias: bool | None = None               # a norm's bias (None: layernorm yes, rmsnorm no)
+    parallel: bool = False                      # attention and MLP side by side off one norm
+    rotary_layers: sp.Expr | None = None        # layers that rotate q and k (None: all)
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -109,10 +117,21 @@ class TransformerModel:
             if not (optional and value is None):
                 object.__setattr__(self, f, option(enum, value, f"{where} {f}"))
         for f in ("tied_embeddings", "qkv_bias", "o_bias", "mlp_bias", "shared_gate",
-                  "router_bias", "post_norms", "sinks"):
+                  "router_bias", "post_norms", "sinks", "norm_weight", "parallel"):
             if not isinstance(getattr(self, f), bool):
                 raise SymroofError(f"{where} {f}: expected true or false, got "
                                    f"{getattr(self, f)!r}")
+        for f in ("expert_bias", "norm_bias"):
+            if getattr(self, f) is not None and not isinstance(getattr(self, f), bool):
+                raise SymroofError(f"{where} {f}: expected true, false or None, got "
+                                   f"{getattr(self, f)!r}")
+        if self.rotary_layers is not None:
+            object.__setattr__(self, "rotary_layers", _count(self.rotary_layers,
+                                                             f"{where} rotary_layers", zero=True))
+            if self.positions != "rotary":
+                raise SymroofError(f"{where} rotary_layers: needs rotary positions")
+            _at_most(self.rotary_layers, self.layers, f"{where}: rotary_layers "
+                     f"{self.rotary_layers} exceeds layers {self.layers}")
         if self.latent is not None and not isinstance(self.latent, LatentAttention):
             raise SymroofError(f"{where} latent: expected a LatentAttention, got "
                                f"{type(self.latent).__name__}")
@@ -183,6 +202,12 @@ class TransformerModel:
         return self.d_ff if self.expert_d_ff is None else self.expert_d_ff
 
     @property
+    def routed_bias(self) -> bool:
+        """Whether the routed experts' matrices have biases (``expert_bias``, else
+        ``mlp_bias``): DeepSeek-V2 biases its dense MLP and shared experts only."""
+        return self.mlp_bias if self.expert_bias is None else self.expert_bias
+
+    @property
     def windowed_layers(self) -> sp.Expr:
         """How many layers attend through the window (0 without one)."""
         if self.window is None:
@@ -212,17 +237,32 @@ class TransformerModel:
         layers * kv_dim * kv_bytes (latent attention: layers * (d_c + d_r) * kv_bytes)."""
         return self.kv_cache_bytes(1)
 
-    def kv_cache_bytes(self, context: object) -> sp.Expr:
+    def kv_cache_bytes(self, context: object,
+                       window_cache: WindowCache | str = WindowCache.WINDOW) -> sp.Expr:
         """KV-cache bytes of one sequence at ``context`` positions: a full layer holds all
-        of them, a windowed layer at most ``window`` (a rolling buffer).
+        of them, a windowed layer at most ``window`` (a rolling buffer; with
+        ``window_cache="window_minus_1"``, transformers' dynamic cache, at most W - 1: it
+        joins the new position to them for the step).
+
+        >>> from symroof.models import transformer
+        >>> m = transformer(layers=2, d_model=8, heads=2, window=4)
+        >>> m.kv_cache_bytes(100), m.kv_cache_bytes(100, "window_minus_1")
+        (128*b, 96*b)
 
         >>> from symroof.models import get
         >>> from symroof.symbols import b
         >>> get("mistral-7b").kv_cache_bytes(32768).subs(b, 2) / 2**30   # 4096 kept
         1/2
         """
+        mode = option(WindowCache, window_cache, "window_cache")
+        m = self
+        if mode is WindowCache.WINDOW_MINUS_1 and self.window is not None:
+            if self.window == 1:
+                raise SymroofError(f"model {self.name!r} window_cache: a window of 1 keeps "
+                                   "no position (W - 1 = 0)")
+            m = replace(self, window=self.window - 1)
         return sp.expand(sp.Add(*(count * t.nbytes
-                                  for t, count in kv_cache_tensors(self, context))))
+                                  for t, count in kv_cache_tensors(m, context))))
 
     def count_params(self, *, active: bool = False, input_embedding: bool = True) -> sp.Expr:
         """Parameters, summed over the weight tensors of the model's graph.

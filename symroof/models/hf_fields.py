@@ -17,7 +17,8 @@ from typing import Any
 from symroof.errors import SymroofError
 from symroof.models.latent import LatentAttention
 
-__all__ = ["Fields", "window_of", "moe_of", "latent_of", "refuse", "MAX_LAYERS"]
+__all__ = ["Fields", "window_of", "moe_of", "latent_of", "refuse", "biases_of", "BIASES",
+           "MAX_LAYERS"]
 
 #: The most layers a config.json may declare: the layer pattern is read per layer, and
 #: published models have a few hundred at most.
@@ -35,8 +36,28 @@ _MOE = {"mixtral": ("num_local_experts", 8, 2, "intermediate_size"),
         "qwen2_moe": ("num_experts", 60, 4, "moe_intermediate_size"),
         "qwen3_moe": ("num_experts", 128, 8, "moe_intermediate_size"),
         "deepseek_v2": ("n_routed_experts", 64, 6, "moe_intermediate_size"),
-        "deepseek_v3": ("n_routed_experts", 256, 8, "moe_intermediate_size")}
+        "deepseek_v3": ("n_routed_experts", 256, 8, "moe_intermediate_size"),
+        "granitemoe": ("num_local_experts", 8, 2, "intermediate_size"),
+        "granitemoeshared": ("num_local_experts", 8, 2, "intermediate_size"),
+        "flex_olmo": ("num_experts", 7, 5, "intermediate_size"),
+        "glm4_moe": ("n_routed_experts", 128, 8, "moe_intermediate_size"),
+        "ernie4_5_moe": ("moe_num_experts", 64, 6, "moe_intermediate_size"),
+        "hunyuan_v1_moe": ("num_experts", 1, 1, "intermediate_size"),
+        "minimax_m2": ("num_local_experts", 256, 8, "intermediate_size"),
+        "solar_open": ("n_routed_experts", 128, 8, "moe_intermediate_size"),
+        "dots1": ("n_routed_experts", 128, 8, "moe_intermediate_size"),
+        "phimoe": ("num_local_experts", 16, 2, "intermediate_size"),
+        "mellum": ("num_experts", 64, 8, "moe_intermediate_size")}
 _EXPERT_ALIASES = ("num_experts", "num_local_experts", "n_routed_experts")
+#: The experts-per-token field where it is not ``num_experts_per_tok``.
+_PER_TOKEN = {"ernie4_5_moe": "moe_k", "hunyuan_v1_moe": "moe_topk"}
+#: Shared experts: n x the routed width (DeepSeek's rule) from this field and its default.
+_SHARED_TIMES = {"deepseek_v2": ("n_shared_experts", 0), "deepseek_v3": ("n_shared_experts", 0),
+                 "glm4_moe": ("n_shared_experts", 1), "solar_open": ("n_shared_experts", 1),
+                 "dots1": ("n_shared_experts", 0),
+                 "ernie4_5_moe": ("moe_num_shared_experts", 2)}
+#: The first k layers dense (DeepSeek's rule): the field and its default.
+_FIRST_DENSE = {"deepseek_v2": 0, "deepseek_v3": 0, "glm4_moe": 1, "dots1": 0}
 
 #: Fields that change the cost in ways symroof does not model: refused by name when set.
 _UNMODELLED = {
@@ -144,6 +165,15 @@ def refuse(f: Fields, kind: str, ignore: frozenset[str]) -> None:
     if kind.startswith("deepseek") and f.cfg.get("moe_layer_freq", 1) not in (1, None):
         raise SymroofError(f"{f.where}: field 'moe_layer_freq' {f.cfg['moe_layer_freq']!r}: "
                            "only 1 (every layer from first_k_dense_replace on) is modelled")
+    if kind == "phimoe" and f.flag("lm_head_bias", False):
+        raise SymroofError(f"{f.where}: field 'lm_head_bias' true is not modelled (a bias on "
+                           "the LM head)")
+    if kind == "ernie4_5_moe" and f.flag("use_bias", False):
+        raise SymroofError(f"{f.where}: field 'use_bias' true is not modelled for ernie4_5_moe "
+                           "(it biases the LM head too)")
+    if kind == "hunyuan_v1_moe" and isinstance(f.cfg.get("moe_topk"), list):
+        raise SymroofError(f"{f.where}: field 'moe_topk' as a list (a k per layer) is not "
+                           "modelled")
     if kind == "qwen2_moe" and f.flag("use_sliding_window", False):
         raise SymroofError(f"{f.where}: field 'use_sliding_window' true is not modelled for "
                            "qwen2_moe (no release uses it; transformers' layer rule for it "
@@ -151,13 +181,23 @@ def refuse(f: Fields, kind: str, ignore: frozenset[str]) -> None:
 
 
 #: Families whose every layer is windowed when ``sliding_window`` is set (no layer_types).
-_EVERY_LAYER = ("mistral", "mixtral", "phi3", "qwen3_moe")
+_EVERY_LAYER = ("mistral", "mixtral", "phi3", "qwen3_moe", "starcoder2", "phimoe")
+#: Families with sliding-window layers in transformers 5.24 (the others ignore the fields).
+_WINDOWED_FAMILIES = ("mistral", "mixtral", "phi3", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe",
+                      "gemma2", "gemma3_text", "gpt_oss", "olmo3", "cohere2", "exaone4",
+                      "smollm3", "cwm", "dots1", "starcoder2", "phimoe", "vaultgemma",
+                      "mellum", "granite_swa")
 
 
 def window_of(f: Fields, kind: str, layers: int) -> tuple[int | None, list[bool]]:
     """The window W and, per layer, whether it is windowed (transformers 5.24's rules)."""
-    default = {"mistral": 4096, "gemma2": 4096, "gemma3_text": 4096, "gpt_oss": 128}.get(kind)
-    if kind in ("llama", "olmoe", "deepseek_v2", "deepseek_v3"):
+    default = {"mistral": 4096, "gemma2": 4096, "gemma3_text": 4096, "gpt_oss": 128,
+               "olmo3": 4096, "cohere2": 4096, "exaone4": 4096, "cwm": 8192,
+               "dots1": 4096, "vaultgemma": 4096, "mellum": 1024,
+               "granite_swa": 128}.get(kind)
+    if kind not in _WINDOWED_FAMILIES:
+        return None, [False] * layers
+    if kind == "smollm3" and not f.flag("use_sliding_window", False):
         return None, [False] * layers
     if kind in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and not f.flag("use_sliding_window",
                                                                            False):
@@ -177,14 +217,27 @@ def window_of(f: Fields, kind: str, layers: int) -> tuple[int | None, list[bool]
             raise SymroofError(f"{f.where}: field 'layer_types' lists full_attention layers, "
                                f"but transformers ignores layer_types for {kind} and windows "
                                "every layer when sliding_window is set")
-    elif kind in ("gemma2", "gpt_oss"):
+    elif kind == "mellum":                                        # every layer full
+        flags = [False] * layers
+    elif kind == "granite_swa":
+        flags = [i % 4 != 0 for i in range(layers)]               # every 4th global, from 0
+    elif kind in ("gemma2", "gpt_oss", "vaultgemma"):
         flags = [(i + 1) % 2 == 1 for i in range(layers)]         # even layers local
     elif kind == "gemma3_text":
         pattern = f.dim("sliding_window_pattern", 6)
         flags = [(i + 1) % pattern != 0 for i in range(layers)]   # every pattern-th global
-    elif kind in ("qwen2", "qwen3"):
-        first = f.count("max_window_layers", 28)
+    elif kind in ("qwen2", "qwen3", "dots1"):
+        first = f.count("max_window_layers", 62 if kind == "dots1" else 28)
         flags = [i >= first for i in range(layers)]               # the first ones full
+    elif kind in ("olmo3", "cohere2", "exaone4"):                 # every pattern-th global
+        key = "sliding_window_pattern"
+        pattern = 4 if kind == "olmo3" or f.cfg.get(key) is None else f.dim(key)
+        flags = [(i + 1) % pattern != 0 for i in range(layers)]
+    elif kind == "cwm":
+        flags = [i % 4 != 0 for i in range(layers)]               # every 4th global, from 0
+    elif kind == "smollm3":                                       # the layers without rotary
+        rotary = _rotary_flags(f, layers)
+        flags = [not r for r in rotary]
     else:                                                         # every layer
         flags = [True] * layers
     if types is not None and any(flags) and window is None:
@@ -210,8 +263,11 @@ def moe_of(f: Fields, kind: str, layers: int, d_ff: int) -> tuple[dict[str, obje
     if experts == 1:
         raise SymroofError(f"{f.where}: field {key!r} 1: a mixture of one expert is not "
                            "modelled")
-    per_token = f.dim("num_experts_per_tok", f.dim("experts_per_token", k_default)
-                      if kind == "gpt_oss" else k_default)
+    if kind in _PER_TOKEN:
+        per_token = f.dim(_PER_TOKEN[kind], k_default)
+    else:
+        per_token = f.dim("num_experts_per_tok", f.dim("experts_per_token", k_default)
+                          if kind == "gpt_oss" else k_default)
     width = f.dim(width_key)
     out: dict[str, object] = {"experts": experts, "experts_per_token": per_token}
     if width != d_ff:
@@ -219,16 +275,37 @@ def moe_of(f: Fields, kind: str, layers: int, d_ff: int) -> tuple[dict[str, obje
     if kind == "qwen2_moe" and f.count("shared_expert_intermediate_size", 5632):
         out["shared_d_ff"] = f.dim("shared_expert_intermediate_size", 5632)
         out["shared_gate"] = True
-    if kind.startswith("deepseek") and f.count("n_shared_experts", 0):
-        out["shared_d_ff"] = f.count("n_shared_experts") * width
-    if kind == "gpt_oss":
+    if kind in _SHARED_TIMES and f.count(*_SHARED_TIMES[kind]):
+        out["shared_d_ff"] = f.count(*_SHARED_TIMES[kind]) * width
+    if kind == "granitemoeshared" and f.count("shared_intermediate_size", 0):
+        out["shared_d_ff"] = f.dim("shared_intermediate_size")
+    if kind == "hunyuan_v1_moe":        # a shared MLP of intermediate_size on every layer
+        out["shared_d_ff"] = d_ff
+    if kind in ("gpt_oss", "ernie4_5_moe"):  # ERNIE: a learned score correction per expert
         out["router_bias"] = True
     if kind in ("qwen2_moe", "qwen3_moe"):
         only, step = f.indices("mlp_only_layers", layers), f.dim("decoder_sparse_step", 1)
         dense = [i in only or (i + 1) % step != 0 for i in range(layers)]
-    elif kind.startswith("deepseek"):
-        first = f.count("first_k_dense_replace", 0)
+    elif kind == "mellum":            # mlp_layer_types: "dense" or "sparse" per layer
+        types = f.cfg.get("mlp_layer_types")
+        if types is None:
+            types = ["sparse"] * layers
+        if not isinstance(types, list) or len(types) != layers or any(
+                t not in ("dense", "sparse") for t in types):
+            raise SymroofError(f"{f.where}: field 'mlp_layer_types' must list {layers} entries "
+                               f"of dense or sparse, got {types!r}"[:300])
+        dense = [t == "dense" for t in types]
+    elif kind in _FIRST_DENSE:
+        first = f.count("first_k_dense_replace", _FIRST_DENSE[kind])
         dense = [i < first for i in range(layers)]
+    elif kind == "ernie4_5_moe":      # every interval-th layer from start to end is MoE
+        start, step = f.count("moe_layer_start_index", 1), f.dim("moe_layer_interval", 1)
+        end = f.cfg.get("moe_layer_end_index", -1)
+        if isinstance(end, bool) or not isinstance(end, int):
+            raise SymroofError(f"{f.where}: field 'moe_layer_end_index' must be an integer, "
+                               f"got {end!r}")
+        end = layers - 1 if end < 0 else end
+        dense = [not ((i + 1) % step == 0 and start <= i <= end) for i in range(layers)]
     else:
         dense = [False] * layers
     out["dense_layers"] = sum(dense)
@@ -240,3 +317,113 @@ def latent_of(f: Fields) -> LatentAttention:
     return LatentAttention(kv_rank=f.dim("kv_lora_rank"), rope_dim=f.dim("qk_rope_head_dim"),
                            nope_dim=f.dim("qk_nope_head_dim"), v_dim=f.dim("v_head_dim"),
                            q_rank=f.dim("q_lora_rank", None))
+
+
+#: Which config.json fields give a family's biases, as transformers 5.24's modelling code
+#: reads them: per family (q/k/v, attention output, dense MLP and shared experts, routed
+#: experts), each a field name (read with the default after it), True/False (fixed, the
+#: field is not read), or "=name" (the same as an earlier part). A flag the family's code
+#: does not read is ignored, as transformers ignores it.
+_Rule = bool | str | tuple[str, bool]
+BIASES: dict[str, tuple[_Rule, _Rule, _Rule, _Rule]] = {
+    # attention_bias on q, k, v and o; mlp_bias on the MLP
+    "llama": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
+    # no biases at all, whatever the file says
+    "mistral": (False, False, False, False), "mixtral": (False, False, False, False),
+    "phi3": (False, False, False, False),
+    # q, k, v always biased (Qwen2), or by qkv_bias (Qwen2-MoE); never o_proj or the MLP
+    "qwen2": (True, False, False, False), "qwen2_moe": (("qkv_bias", True), False, False, False),
+    # attention_bias on q, k, v and o; no MLP biases
+    "qwen3": (("attention_bias", False), "=qkv", False, False),
+    "qwen3_moe": (("attention_bias", False), "=qkv", False, False),
+    "gemma2": (("attention_bias", False), "=qkv", False, False),
+    "gemma3_text": (("attention_bias", False), "=qkv", False, False),
+    "olmoe": (("attention_bias", False), "=qkv", False, False),
+    # attention_bias (default true) on q, k, v and o; the experts always biased
+    "gpt_oss": (("attention_bias", True), "=qkv", True, True),
+    # latent attention: attention_bias on q_a_proj, kv_a_proj_with_mqa and o_proj; V2's
+    # mlp_bias on the dense MLP and the shared experts, never the routed experts
+    "deepseek_v2": (("attention_bias", False), "=qkv", ("mlp_bias", False), False),
+    "deepseek_v3": (("attention_bias", False), "=qkv", False, False),
+    "gemma": (("attention_bias", False), "=qkv", False, False),
+    "granite": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
+    "granitemoe": (("attention_bias", False), "=qkv", False, False),
+    "granitemoeshared": (("attention_bias", False), "=qkv", False, False),
+    "olmo": (("attention_bias", False), "=qkv", False, False),
+    "olmo2": (("attention_bias", False), "=qkv", False, False),
+    "olmo3": (("attention_bias", False), "=qkv", False, False),
+    "flex_olmo": (("attention_bias", False), "=qkv", False, False),
+    "cohere": (("attention_bias", False), "=qkv", False, False),
+    "cohere2": (("attention_bias", False), "=qkv", False, False),
+    "exaone4": (False, False, False, False),
+    "smollm3": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
+    "helium": (("attention_bias", False), False, ("mlp_bias", False), "=mlp"),
+    "cwm": (False, False, ("mlp_bias", False), "=mlp"),
+    # Seed-OSS: attention_bias on q, k, v, attention_out_bias on o
+    "seed_oss": (("attention_bias", True), ("attention_out_bias", False), ("mlp_bias", False),
+                 "=mlp"),
+    "glm": (("attention_bias", True), False, False, False),
+    "glm4": (("attention_bias", True), False, False, False),
+    "glm4_moe": (("attention_bias", False), False, False, False),
+    # ERNIE 4.5: use_bias on every projection and MLP (the experts have none)
+    "ernie4_5": (("use_bias", False), "=qkv", "=qkv", "=qkv"),
+    "ernie4_5_moe": (("use_bias", False), "=qkv", "=qkv", False),
+    "hunyuan_v1_dense": (("attention_bias", False), "=qkv", False, False),
+    "hunyuan_v1_moe": (("attention_bias", False), "=qkv", False, False),
+    "minimax_m2": (False, False, False, False),
+    "solar_open": (("attention_bias", False), False, False, False),
+    "dots1": (("attention_bias", False), "=qkv", False, False),
+    "arcee": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
+    "starcoder2": (("use_bias", True), "=qkv", "=qkv", "=qkv"),
+    "nemotron": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
+    "internlm3": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
+    "hyperclovax": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
+    "phimoe": (("attention_bias", False), "=qkv", False, False),
+    "vaultgemma": (("attention_bias", False), "=qkv", False, False),
+    "mellum": (("attention_bias", False), "=qkv", False, False),
+    "granite_swa": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
+}
+
+
+def biases_of(f: Fields, kind: str) -> dict[str, bool]:
+    """``qkv_bias``, ``o_bias``, ``mlp_bias`` and ``expert_bias`` of a family (:data:`BIASES`).
+
+    >>> biases_of(Fields({"attention_bias": True, "mlp_bias": True}, "cfg"), "mistral")
+    {'qkv_bias': False, 'o_bias': False, 'mlp_bias': False, 'expert_bias': False}
+    >>> biases_of(Fields({"mlp_bias": True}, "cfg"), "deepseek_v2")["expert_bias"]
+    False
+    """
+    out: dict[str, bool] = {}
+    names = ("qkv_bias", "o_bias", "mlp_bias", "expert_bias")
+    for name, rule in zip(names, BIASES[kind]):
+        if isinstance(rule, bool):
+            out[name] = rule
+        elif isinstance(rule, str):               # "=qkv": as an earlier part
+            out[name] = out[f"{rule[1:]}_bias"]
+        else:
+            out[name] = f.flag(rule[0], rule[1])
+    return out
+
+
+def _rotary_flags(f: Fields, layers: int) -> list[bool]:
+    """SmolLM3's ``no_rope_layers`` (1: the layer rotates), by default every
+    ``no_rope_layer_interval``-th layer (4) without."""
+    value = f.cfg.get("no_rope_layers")
+    if value is None:
+        step = f.dim("no_rope_layer_interval", 4)
+        return [(i + 1) % step != 0 for i in range(layers)]
+    if not isinstance(value, list) or len(value) != layers or any(
+            v not in (0, 1) or isinstance(v, float) for v in value):
+        raise SymroofError(f"{f.where}: field 'no_rope_layers' must list {layers} entries of 0 "
+                           f"or 1, got {value!r}"[:300])
+    return [v == 1 for v in value]
+
+
+def rotary_layers_of(f: Fields, kind: str, layers: int, windowed: list[bool]) -> int:
+    """How many layers rotate queries and keys: SmolLM3's ``no_rope_layers``; Cohere 2 and
+    EXAONE 4 rotate on their windowed layers only (every layer when none is windowed)."""
+    if kind == "smollm3":
+        return sum(_rotary_flags(f, layers))
+    if kind in ("cohere2", "exaone4") and any(windowed):
+        return sum(windowed)
+    return layers

@@ -50,8 +50,8 @@ from symroof.ir.provenance import FusedGroup
 from symroof.options import option
 from symroof.passes.tensor_parallel import TensorParallelPlan, tensor_parallel_plan
 
-__all__ = ["Shard", "shard", "Collective", "CollectiveKind", "Sharding", "sharding",
-           "stage_layers", "MEMORY_KINDS"]
+__all__ = ["Shard", "shard", "Collective", "CollectiveKind", "CollectiveAlgorithm",
+           "Sharding", "sharding", "stage_layers", "collective_terms", "MEMORY_KINDS"]
 
 _ONE = sp.Integer(1)
 
@@ -65,6 +65,23 @@ class CollectiveKind(StrEnum):
     ALL_REDUCE = "all_reduce"  # ring: reduce-scatter then all-gather, 2(t-1)/t of the bytes
     ALL_GATHER = "all_gather"  # ring: (t-1)/t of the gathered bytes
     SEND = "send"              # point to point between pipeline stages: all of the bytes
+
+
+class CollectiveAlgorithm(StrEnum):
+    """How a collective's bytes travel (option ``collective``; default ring), after NCCL's
+    tuning model (src/graph/tuning.cc) and its bus-bandwidth conventions (nccl-tests
+    PERFORMANCE.md). Per device, for an all-reduce of ``n`` bytes over ``t`` devices:
+
+    - ``ring``: sends 2(t-1)/t n in 2(t-1) steps (an all-gather: (t-1)/t n in t-1);
+    - ``tree``: NCCL's tree (all-reduce only; other collectives run as a ring): its
+      algorithm bandwidth is half the bus bandwidth, 2n sent, in 2(t-1) steps within a node;
+    - ``full``: each device sends the full payload, n, in one step (the simple count
+      several published analyses use).
+    """
+
+    RING = "ring"
+    TREE = "tree"
+    FULL = "full"
 
 
 @node
@@ -107,6 +124,47 @@ class Collective(Op):
         if self.kind is CollectiveKind.ALL_GATHER:
             return (t - 1) / t
         return _ONE
+
+
+def _algorithm_terms(kind: CollectiveKind, algorithm: CollectiveAlgorithm,
+                     t: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """(bytes sent per byte of the payload, latency steps) of one collective."""
+    if kind is CollectiveKind.SEND:
+        return _ONE, _ONE
+    if algorithm is CollectiveAlgorithm.FULL:
+        return _ONE, _ONE
+    if kind is CollectiveKind.ALL_REDUCE:
+        factor = 2 * (t - 1) / t if algorithm is CollectiveAlgorithm.RING else sp.Integer(2)
+        return factor, 2 * (t - 1)
+    return (t - 1) / t, t - 1                      # all-gather: a ring in NCCL
+
+
+def collective_terms(graph: Graph, algorithm: CollectiveAlgorithm | str = "ring"
+                     ) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """(bytes each device sends, latency steps, collectives) of a sharded graph's
+    collectives under ``algorithm``, each collective times the repeats it runs in.
+
+    >>> from symroof.symbols import B, D
+    >>> from symroof.ir import Graph
+    >>> g = Graph("mlp")
+    >>> h = g.gemm(g.input("x", (B, D)), g.weight("W_up", (D, 4 * D)), name="up")
+    >>> g.output(g.gemm(h, g.weight("W_down", (4 * D, D)), name="down"))
+    >>> collective_terms(shard(g, tp=4), "ring")   # one all-reduce of B D b
+    (3*B*D*b/2, 6, 1)
+    >>> collective_terms(shard(g, tp=4), "full")[:2]
+    (B*D*b, 1)
+    """
+    alg = option(CollectiveAlgorithm, algorithm, "collective")
+    sent, steps, count = [], [], []
+    for op in require_graph(graph, "collective_terms").ops:
+        if not isinstance(op, Collective):
+            continue
+        n = graph.count(op.wire)
+        factor, k = _algorithm_terms(op.kind, alg, op.tp)
+        sent.append(n * op.wire.nbytes * factor)
+        steps.append(n * k)
+        count.append(n)
+    return (sp.expand(sp.Add(*sent)), sp.expand(sp.Add(*steps)), sp.expand(sp.Add(*count)))
 
 
 @cost_rule(Collective)

@@ -95,6 +95,7 @@ def request_doc(r: Request) -> dict[str, Any]:
                          "b": str(n.values), "per_kind": n.per_kind},
             "hardware": chip, "unit": r.unit, "level": r.level, "link": r.link,
             "efficiency": json_number(r.efficiency), "reserve": json_number(r.reserve),
+            "collective": r.collective, "latency": r.latency,
             "sets": {k.name: [json_number(v) for v in values] for k, values in r.sets},
             **({} if r.prompt is None else {"prompt": json_number(r.prompt)}),
             **({} if r.draft is None else {"draft": {
@@ -122,6 +123,9 @@ def derive_json(name: str, wl: Analysis, points: Iterable[Point | ServingRow], *
                                 "intensity": json_number(p.intensity)}
         if p.roofline is not None:
             item.update(to_dict(p.roofline))
+            if name in SERVED:   # the serving figure the text prints, named
+                key = "itl_s" if name == "decode" else "ttft_s"
+                item[key] = json_number(p.roofline.step_time_s)
         if isinstance(row, ServingRow):
             item.update(_extras(row))
         doc["rows"].append(item)

@@ -160,6 +160,7 @@ def _roofline_dict(r: Roofline) -> dict[str, Any]:
             "communication_time_s": json_number(r.communication_time_s),
             "time_overlapped_s": json_number(r.time_overlapped_s), "limiter": r.limiter,
             "link": r.link, "link_bytes_per_s_per_direction": json_number(r.link_bandwidth),
+            "link_latency_s": json_number(r.link_latency_s), "collective": r.collective,
             "tp": json_number(r.tp), "pp": json_number(r.pp),
             "microbatches": json_number(r.microbatches), "bubble": json_number(r.bubble),
             "efficiency": json_number(r.efficiency), "step_time_s": json_number(r.step_time_s),
@@ -202,8 +203,11 @@ def serving_lines(r: Roofline) -> list[str]:
         pipe = "" if r.pp == 1 else (f", pp {r.pp} x {r.microbatches} micro-batch"
                                      f"{'es' if r.microbatches != 1 else ''} (bubble "
                                      f"{text_number(r.bubble)})")
-        out.append(f"tp {r.tp}{pipe}{link}: sends {_gb(r.communication)} in "
-                   f"{seconds(r.communication_time_s)} (not overlapped; all overlapped "
+        alg = "" if r.collective == "ring" else f" ({r.collective} collectives)"
+        lat = "" if r.link_latency_s == 0 else \
+            f", {seconds(r.link_latency_s)} of it collective latency"
+        out.append(f"tp {r.tp}{pipe}{link}{alg}: sends {_gb(r.communication)} in "
+                   f"{seconds(r.communication_time_s)}{lat} (not overlapped; all overlapped "
                    f"{seconds(r.time_overlapped_s)})")
     per = r.tokens_per_sequence
     eff = "" if r.efficiency == 1 else f" at efficiency {text_number(r.efficiency)}"

@@ -45,6 +45,7 @@ class ElementwiseFlops:
     gelu: int = 8         # tanh approximation
     silu: int = 4         # x * sigmoid(x)
     relu: int = 1
+    relu2: int = 2        # relu, then square
     residual: int = 1     # one add per element
     gate: int = 1         # the SwiGLU product act(gate) * up
     rotary: int = 3       # x*cos + rotate(x)*sin

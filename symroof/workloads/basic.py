@@ -10,7 +10,7 @@ from __future__ import annotations
 import sympy as sp
 
 from symroof.analysis import Analysis, analyze
-from symroof.errors import SymroofError
+from symroof.errors import SymroofError, shown
 from symroof.ir import Graph, as_dim, as_expr
 from symroof.options import FlopCount, Lowering, option, renamed
 from symroof.passes.fuse import fuse
@@ -61,8 +61,8 @@ def _out_size(size: sp.Expr, kernel: sp.Expr, stride: sp.Expr, padding: sp.Expr,
               what: str, assumptions: list[str]) -> sp.Expr:
     span = size + 2 * padding - kernel
     if span.is_number and span < 0:
-        raise SymroofError(f"conv2d {what}: kernel {kernel} is larger than the padded "
-                           f"input {size + 2 * padding}")
+        raise SymroofError(f"conv2d {what}: kernel {shown(kernel)} is larger than the padded "
+                           f"input {shown(size + 2 * padding)}")
     if span.is_number and stride.is_number:
         return sp.floor(span / stride) + 1  # numbers: PyTorch's output size
     if stride != 1:
@@ -82,7 +82,13 @@ def conv2d(batch: object, in_channels: object, height: object, width: object,
     chip), so only the input, the filters and the output cross the boundary.
     """
     low = option(Lowering, lowering, "conv2d lowering")
-    r, s = kernel if isinstance(kernel, tuple) else (kernel, kernel)
+    if isinstance(kernel, (tuple, list)):
+        if len(kernel) != 2:
+            raise SymroofError(f"conv2d kernel: expected one size or a (height, width) pair, "
+                               f"got {len(kernel)} values {shown(kernel)}")
+        r, s = kernel
+    else:
+        r, s = kernel, kernel
     n_, c_, h_, w_, k_, r_, s_ = (as_dim(v, f"conv2d {f}") for v, f in zip(
         (batch, in_channels, height, width, out_channels, r, s),
         ("batch", "in_channels", "height", "width", "out_channels", "kernel height",

@@ -12,6 +12,8 @@ fraction. Which experts' weights a step reads is an option (:class:`ExpertReads`
 Min(E, B*k)/E
 >>> expert_read_fraction("expected", 256, 8, 1)   # one token reads its 8 experts
 1/32
+>>> 8 * expert_read_fraction("expected", 8, 2, 4)   # Mixtral, 4 tokens: 5.27 of 8 experts
+175/32
 """
 
 from __future__ import annotations
@@ -28,9 +30,15 @@ __all__ = ["moe_mlp", "expert_read_fraction"]
 def expert_read_fraction(reads: ExpertReads | str, experts: object, per_token: object,
                          tokens: object) -> sp.Expr:
     """Fraction of the routed experts whose weights ``tokens`` tokens read, ``per_token``
-    experts each: 1 (``"all"``), ``min(E, tokens k)/E`` (``"routed"``: no two routed
-    pairs share an expert, the most any routing reads) or ``1 - (1 - k/E)^tokens``
-    (``"expected"``: each token's k experts drawn uniformly and independently)."""
+    experts each: ``1 - (1 - k/E)^tokens`` (``"expected"``, the default: each token's k
+    experts drawn uniformly and independently; E times it is the expected number of
+    distinct experts), 1 (``"all"``, an upper bound), ``min(E, tokens k)/E``
+    (``"routed"``: no two routed pairs share an expert, the most any routing reads) or
+    ``k/E`` (``"active"``: one token's experts, whatever the batch; a lower bound).
+
+    The expected form is a power in the batch: a symbolic solver for the batch (a
+    crossover, a ridge point) may not solve it; ``"all"`` and ``"active"`` give a
+    polynomial (see :func:`solvable_reads`)."""
     mode = option(ExpertReads, reads, "expert_reads")
     e, kk, t = (as_expr(v, f"expert_reads {what}") for v, what in
                 ((experts, "experts"), (per_token, "experts per token"), (tokens, "tokens")))
@@ -38,11 +46,13 @@ def expert_read_fraction(reads: ExpertReads | str, experts: object, per_token: o
         return sp.Integer(1)
     if mode is ExpertReads.ROUTED:
         return sp.Min(e, t * kk) / e
+    if mode is ExpertReads.ACTIVE:
+        return kk / e
     return 1 - (1 - kk / e) ** t
 
 
 def moe_mlp(b: Builder, x: Tensor, batch: sp.Expr, seq: sp.Expr,
-            reads: ExpertReads | str = ExpertReads.ALL) -> Tensor:
+            reads: ExpertReads | str = ExpertReads.EXPECTED) -> Tensor:
     """Router, dispatch, the routed experts' MLP, combine, and the shared expert if any."""
     g, m, fl = b.g, b.m, b.fl
     act = getattr(fl, str(m.activation))
@@ -51,20 +61,21 @@ def moe_mlp(b: Builder, x: Tensor, batch: sp.Expr, seq: sp.Expr,
     xd = g.move(x, name=b.n("dispatch"), shape=(e, batch * seq, m.d_model))
     g.set_crossings(xd, writes=share, reads=share)
     width = m.routed_d_ff
-    up = b.linear(xd, "W_up", m.d_model, width, "up", m.mlp_bias, e, share)
+    bias = bool(getattr(m, "routed_bias", m.mlp_bias))  # a description may lack the field
+    up = b.linear(xd, "W_up", m.d_model, width, "up", bias, e, share)
     if m.mlp == "gated":
-        gate = b.linear(xd, "W_gate", m.d_model, width, "gate", m.mlp_bias, e, share)
+        gate = b.linear(xd, "W_gate", m.d_model, width, "gate", bias, e, share)
         h = g.elementwise(gate, up, name=b.n("act"), flops_per_element=(act + fl.gate) * share)
     else:
         h = g.elementwise(up, name=b.n("act"), flops_per_element=act * share)
     g.set_crossings(h, writes=share, reads=share)
-    y = b.linear(h, "W_down", width, m.d_model, "down", m.mlp_bias, e, share)
+    y = b.linear(h, "W_down", width, m.d_model, "down", bias, e, share)
     # expert outputs weighted by the router's gates and summed
     y = g.move(y, router, name=b.n("combine"), shape=(batch, seq, m.d_model))
     fraction = expert_read_fraction(reads, e, m.experts_per_token, batch * seq)
     if fraction != 1:
         names = ("W_up", "W_down") + (("W_gate",) if m.mlp == "gated" else ())
-        for name in names + (tuple(f"{n}.bias" for n in names) if m.mlp_bias else ()):
+        for name in names + (tuple(f"{n}.bias" for n in names) if bias else ()):
             weight = g.node(b.n(name))
             assert isinstance(weight, Tensor)  # a weight this MLP just declared
             g.set_crossings(weight, reads=fraction)

@@ -46,10 +46,13 @@ def latent_attention(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr, spa
     if lat.q_rank is None:
         q = b.linear(h, "W_q", d, heads * qk, "q_proj", False)
     else:
-        qa = b.rms(b.linear(h, "W_dq", d, lat.q_rank, "q_down", False), "q_norm", lat.q_rank)
+        qa = b.rms(b.linear(h, "W_dq", d, lat.q_rank, "q_down", m.qkv_bias), "q_norm",
+                   lat.q_rank)
         q = b.linear(qa, "W_uq", lat.q_rank, heads * qk, "q_up", False)
-    c = b.rms(b.linear(h, "W_dkv", d, dc, "kv_down", False), "kv_norm", dc)
-    kr = b.linear(h, "W_kr", d, dr, "k_rope_proj", False)
+    # qkv_bias: the down-projections' biases (transformers' attention_bias on q_a_proj
+    # and kv_a_proj_with_mqa; a query without the low-rank path has none)
+    c = b.rms(b.linear(h, "W_dkv", d, dc, "kv_down", m.qkv_bias), "kv_norm", dc)
+    kr = b.linear(h, "W_kr", d, dr, "k_rope_proj", m.qkv_bias)
     if m.positions == "rotary":  # rotary on the d_r rotary part of each head and on k^R
         q = g.elementwise(q, name=b.n("rope_q"), saves=Saves.NOTHING,
                           flops_per_element=fl.rotary * dr / qk)

@@ -50,7 +50,7 @@ class Choices:
     window_kernel: WindowKernel = WindowKernel.BAND
     window_span: WindowSpan = WindowSpan.EXACT
     latent: LatentDecode = LatentDecode.ABSORBED
-    expert_reads: ExpertReads = ExpertReads.ALL
+    expert_reads: ExpertReads = ExpertReads.EXPECTED
     dropout: bool = False  # the model's dropouts run (training graphs)
 
     def __post_init__(self) -> None:
@@ -93,11 +93,18 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
                   "k_norm", m.head_dim)
     elif m.qk_norm == "full":  # over all of Q and all of K (OLMoE)
         q, k = b.rms(q, "q_norm", m.q_dim), b.rms(k, "k_norm", m.kv_dim)
+    elif m.qk_norm == "heads":  # over each head, a gain per head and value (Cohere)
+        q, k = (_per_head_norm(b, t, n, heads, batch, seq) for t, n, heads in
+                ((q, "q", m.heads), (k, "k", m.kv_heads)))
     if m.positions == "rotary":
+        # a share of the layers may rotate (SmolLM3's, Cohere 2's layers without
+        # rotary): the elementwise FLOPs at that share, each layer kind alike
+        rotary_layers = getattr(m, "rotary_layers", None)
+        share = 1 if rotary_layers is None else rotary_layers / m.layers
         q = g.elementwise(q, name=b.n("rope_q"), saves=Saves.NOTHING,
-                          flops_per_element=fl.rotary)
+                          flops_per_element=fl.rotary * share)
         k = g.elementwise(k, name=b.n("rope_k"), saves=Saves.NOTHING,
-                           flops_per_element=fl.rotary)
+                           flops_per_element=fl.rotary * share)
     qh = g.view(q, (batch, m.kv_heads, per * seq, m.head_dim), name=b.n("q_heads"))
     kv_shape = (batch, m.kv_heads, span, m.head_dim)
     if decode:
@@ -128,12 +135,26 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
     return b.linear(o, "W_o", m.q_dim, m.d_model, "o_proj", m.o_bias)
 
 
+def _per_head_norm(b: Builder, t: Tensor, name: str, heads: sp.Expr, batch: sp.Expr,
+                   seq: sp.Expr) -> Tensor:
+    """A norm over each head's values with a gain per head and value (heads x head_dim)."""
+    m = b.m
+    split = b.g.view(t, (batch, seq, heads, m.head_dim), name=b.n(f"{name}_split"))
+    gain = b.weight(f"{name}_norm.weight", (heads, m.head_dim))
+    per = b.fl.layernorm if m.norm == "layernorm" else b.fl.rmsnorm
+    return b.g.elementwise(split, gain, name=b.n(f"{name}_norm"), flops_per_element=per,
+                           saves=Saves.NORM if m.norm == "layernorm" else Saves.RMS_NORM)
+
+
 def _layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Expr,
            context: sp.Expr, decode: bool, c: Choices) -> Tensor:
     """One layer: norm, attention, residual; norm, MLP (or experts), residual. Gemma's
     extra norms after attention and after the MLP come with ``post_norms``."""
     g, m, fl = b.g, b.m, b.fl
     x = g.view(x, x.shape, name=b.n("layer_input"))  # each of the layers has its own input
+    if getattr(m, "parallel", False):
+        return _parallel_layer(b, x, grp, batch=batch, seq=seq, context=context,
+                               decode=decode, c=c)
     a = _attention(b, b.norm(x, "attn_norm"), grp, batch=batch, seq=seq, context=context,
                    decode=decode, c=c)
     if m.post_norms:
@@ -151,6 +172,23 @@ def _layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Ex
         y = b.norm(y, "post_mlp_norm")
     if c.dropout:
         y = b.dropout(y, "mlp_out_dropout", m.hidden_dropout)
+    return g.elementwise(x, y, name=b.n("residual_mlp"), flops_per_element=fl.residual,
+                         linear=True)
+
+
+def _parallel_layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Expr,
+                    context: sp.Expr, decode: bool, c: Choices) -> Tensor:
+    """Attention and the MLP side by side off one norm, both added to the input (Cohere,
+    GPT-J): x + attn(norm(x)) + mlp(norm(x))."""
+    g, m, fl = b.g, b.m, b.fl
+    if m.post_norms or (c.dropout and m.hidden_dropout != 0):
+        raise SymroofError(f"model {m.name!r} parallel: not modelled with post_norms or "
+                           "hidden_dropout")
+    h = b.norm(x, "attn_norm")
+    a = _attention(b, h, grp, batch=batch, seq=seq, context=context, decode=decode, c=c)
+    y = moe_mlp(b, h, batch, seq, c.expert_reads) if grp.moe else b.dense_mlp(h, m.d_ff)
+    x = g.elementwise(x, a, name=b.n("residual_attn"), flops_per_element=fl.residual,
+                      linear=True)
     return g.elementwise(x, y, name=b.n("residual_mlp"), flops_per_element=fl.residual,
                          linear=True)
 
@@ -174,7 +212,7 @@ def forward_graph(m: TransformerShape, *, batch: object, seq: object,
                   name: str | None = None, window_kernel: WindowKernel | str = WindowKernel.BAND,
                   window_span: WindowSpan | str = WindowSpan.EXACT,
                   latent: LatentDecode | str = LatentDecode.ABSORBED,
-                  expert_reads: ExpertReads | str = ExpertReads.ALL,
+                  expert_reads: ExpertReads | str = ExpertReads.EXPECTED,
                   dropout: bool = False) -> Graph:
     """The forward graph of ``m`` (see :func:`forward`) through its pipeline's fusion
     stage."""

@@ -18,7 +18,9 @@ Counting conventions (each a named option):
   (``"masked"``); ``window_span``: ``"exact"`` (min(positions, W), default) or
   ``"filled"`` (W: the window is full, formulas without Min).
 - ``latent`` (decode of latent attention): ``"absorbed"`` (default) or ``"naive"``.
-- ``expert_reads``: which routed experts' weights a step reads (``"all"``, default).
+- ``expert_reads``: which routed experts' weights a step reads (``"expected"``, default:
+  the distinct experts the step's tokens are expected to touch; ``"all"``, ``"routed"``,
+  ``"active"``).
 - The input embedding is a gather: only the looked-up rows are read.
 
 >>> from symroof.models import transformer
@@ -77,7 +79,7 @@ def prefill(model: TransformerShape, batch: object, seq: object, *,
             flops_per_element: ElementwiseFlops = ElementwiseFlops(),
             window_kernel: WindowKernel | str = WindowKernel.BAND,
             window_span: WindowSpan | str = WindowSpan.EXACT,
-            expert_reads: ExpertReads | str = ExpertReads.ALL, tp: object = 1,
+            expert_reads: ExpertReads | str = ExpertReads.EXPECTED, tp: object = 1,
             pp: object = 1, microbatches: object = 1) -> Analysis:
     """One forward pass over ``batch x seq`` prompt tokens (attention fused by default).
 
@@ -110,7 +112,7 @@ def decode(model: TransformerShape, batch: object, context: object | None = None
            flops_per_element: ElementwiseFlops = ElementwiseFlops(),
            window_span: WindowSpan | str = WindowSpan.EXACT,
            latent: LatentDecode | str = LatentDecode.ABSORBED,
-           expert_reads: ExpertReads | str = ExpertReads.ALL, tp: object = 1, pp: object = 1,
+           expert_reads: ExpertReads | str = ExpertReads.EXPECTED, tp: object = 1, pp: object = 1,
            microbatches: object = 1) -> Analysis:
     """One decode step: one new token per sequence attending to ``context`` cached positions.
 

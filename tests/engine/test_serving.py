@@ -238,7 +238,8 @@ def test_mixtral_batch_1_reads_two_experts_not_eight():
                     for mode in ("all", "expected"))
     assert float(t_all / t_exp) == pytest.approx(3.6392, rel=1e-4)
     a = decode(m, 1, 1024, expert_reads="expected")
-    full = decode(m, 1, 1024)
+    full = decode(m, 1, 1024, expert_reads="all")
+    assert decode(m, 1, 1024).bytes == a.bytes             # the default follows the batch
     expert = 32 * 3 * 8 * 4096 * 14336 * b                    # up, gate, down of 8 experts
     assert_formula_equal(full.bytes_by_kind[Kind.WEIGHT] - a.bytes_by_kind[Kind.WEIGHT],
                          expert * sp.Rational(3, 4))

@@ -13,6 +13,7 @@ Usage (needs torch and transformers; not needed by the test suite)::
     python tests/oracles/record_torch_flops.py            # writes the fixture
     python tests/oracles/record_torch_flops.py --check    # also verify formulas
     python tests/oracles/record_torch_flops.py -o out.json
+    python tests/oracles/record_torch_flops.py --families   # only the families' records
 """
 
 from __future__ import annotations
@@ -189,6 +190,148 @@ def arch_specs() -> list[tuple[str, str, object]]:
                                                  n_group=2, topk_group=1)),
     ]
     return [(name, mt, AutoConfig.for_model(mt, **kw)) for name, mt, kw in specs]
+
+
+#: Issue 25: one tiny model per decoder family with odd sizes (d 40, 5 heads of 8, 1 KV
+#: head, width 56, 3 layers, vocab 97; MoE: 5 experts, 2 per token, width 24; windows of
+#: 4), each bias flag off (the family's defaults) and, where the family reads one, on.
+FAMILY_BASE = dict(vocab_size=97, hidden_size=40, num_attention_heads=5, num_key_value_heads=1,
+                   head_dim=8, num_hidden_layers=3, intermediate_size=56,
+                   max_position_embeddings=256, tie_word_embeddings=False, pad_token_id=0,
+                   bos_token_id=1, eos_token_id=2)
+FAMILY_PREFILL = [(2, 5)]
+FAMILY_DECODE = [(1, 6), (2, 2)]
+_ON = {"attention_bias": True, "mlp_bias": True}
+_MLA = dict(num_key_value_heads=5, head_dim=4, kv_lora_rank=12, qk_nope_head_dim=6, qk_rope_head_dim=4,
+            v_head_dim=7, moe_intermediate_size=24, num_experts_per_tok=2)
+
+
+def family_specs() -> list[tuple[str, str, dict]]:
+    """(name, model_type, config fields over FAMILY_BASE) of the families' tiny models."""
+    w = WINDOW
+    moe = dict(num_experts_per_tok=2)
+    specs: list[tuple[str, str, dict]] = [
+        ("llama", "llama", {}), ("mistral", "mistral", dict(sliding_window=w)),
+        ("mixtral", "mixtral", dict(moe, num_local_experts=5)),
+        ("phi3", "phi3", {}), ("qwen2", "qwen2", {}),
+        ("qwen2_moe", "qwen2_moe", dict(moe, num_experts=5, moe_intermediate_size=24,
+                                        shared_expert_intermediate_size=32)),
+        ("qwen3", "qwen3", {}),
+        ("qwen3_moe", "qwen3_moe", dict(moe, num_experts=5, moe_intermediate_size=24)),
+        ("gemma2", "gemma2", dict(sliding_window=w, query_pre_attn_scalar=8)),
+        ("gemma3_text", "gemma3_text", dict(sliding_window=w, sliding_window_pattern=2,
+                                            query_pre_attn_scalar=8)),
+        ("olmoe", "olmoe", dict(moe, num_experts=5, intermediate_size=24)),
+        ("gpt_oss", "gpt_oss", dict(moe, num_local_experts=5, intermediate_size=24,
+                                    sliding_window=w)),
+        ("deepseek_v2", "deepseek_v2", dict(_MLA, q_lora_rank=None, n_routed_experts=5,
+                                            n_shared_experts=1, first_k_dense_replace=1,
+                                            topk_method="greedy")),
+        ("deepseek_v3", "deepseek_v3", dict(_MLA, q_lora_rank=20, n_routed_experts=5,
+                                            n_shared_experts=1, first_k_dense_replace=1,
+                                            n_group=1, topk_group=1)),
+        ("granite", "granite", {}),
+        ("granitemoe", "granitemoe", dict(moe, num_local_experts=5)),
+        ("granitemoeshared", "granitemoeshared", dict(moe, num_local_experts=5,
+                                                      shared_intermediate_size=32)),
+        ("olmo", "olmo", {}), ("olmo2", "olmo2", {}),
+        ("olmo3", "olmo3", dict(sliding_window=w)),
+        ("flex_olmo", "flex_olmo", dict(moe, num_experts=5)),
+        ("cohere", "cohere", {}), ("cohere_qk", "cohere", dict(use_qk_norm=True)),
+        ("cohere2", "cohere2", dict(sliding_window=w)),
+        ("exaone4", "exaone4", dict(sliding_window=w, sliding_window_pattern=2)),
+        ("smollm3", "smollm3", {}), ("helium", "helium", {}),
+        ("cwm", "cwm", dict(sliding_window=w)), ("seed_oss", "seed_oss", {}),
+        ("glm", "glm", {}), ("glm4", "glm4", {}),
+        ("glm4_moe", "glm4_moe", dict(moe, n_routed_experts=5, n_shared_experts=1,
+                                      moe_intermediate_size=24, first_k_dense_replace=1)),
+        ("ernie4_5", "ernie4_5", {}),
+        ("ernie4_5_moe", "ernie4_5_moe", dict(moe_k=2, moe_num_experts=5,
+                                              moe_num_shared_experts=1,
+                                              moe_intermediate_size=24, moe_layer_start_index=1)),
+        ("hunyuan_v1_dense", "hunyuan_v1_dense", {}),
+        ("hunyuan_v1_moe", "hunyuan_v1_moe", dict(num_experts=5, moe_topk=2,
+                                                  moe_intermediate_size=24)),
+        ("minimax_m2", "minimax_m2", dict(moe, num_local_experts=5)),
+        ("gemma", "gemma", {}),
+        ("solar_open", "solar_open", dict(moe, n_routed_experts=5, n_shared_experts=1,
+                                          moe_intermediate_size=24)),
+        ("dots1", "dots1", dict(moe, n_routed_experts=5, n_shared_experts=1,
+                                moe_intermediate_size=24, first_k_dense_replace=1)),
+        ("arcee", "arcee", {}), ("starcoder2", "starcoder2", {}), ("nemotron", "nemotron", {}),
+        ("internlm3", "internlm3", {}),
+        ("phimoe", "phimoe", dict(moe, num_local_experts=5, sliding_window=w)),
+        ("vaultgemma", "vaultgemma", dict(sliding_window=w, query_pre_attn_scalar=8)),
+        ("hyperclovax", "hyperclovax", {}),
+        ("mellum", "mellum", dict(moe, num_experts=5, moe_intermediate_size=24, sliding_window=w,
+                                  layer_types=["sliding_attention", "full_attention",
+                                               "sliding_attention"],
+                                  mlp_layer_types=["dense", "sparse", "sparse"])),
+        ("granite_swa", "granite_swa", dict(sliding_window=w)),
+    ]
+    flips = {"qwen2_moe": {"qkv_bias": False}, "ernie4_5": {"use_bias": True},
+             "ernie4_5_moe": {"use_bias": True}, "starcoder2": {"use_bias": False},
+             "seed_oss": {"attention_bias": False, "attention_out_bias": True,
+                          "mlp_bias": True},
+             "gpt_oss": {"attention_bias": False}}
+    out = []
+    for name, mt, kw in specs:
+        out.append((name, mt, kw))
+        if name not in ("cohere_qk",):
+            out.append((f"{name}_bias", mt, {**kw, **flips.get(name, _ON)}))
+    return out
+
+
+def bias_adds_per_token(model, config) -> int:
+    """Bias values added per token: every nn.Linear bias once, and an expert's bias
+    parameter (experts first) at experts-per-token of its experts: the elementwise FLOPs
+    of the bias adds per token (an independent count from the module tree)."""
+    import torch
+
+    total = 0
+    for mod_name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.Linear) and mod.bias is not None:
+            total += mod.bias.numel()
+        for p_name, p in mod.named_parameters(recurse=False):
+            if p_name.endswith("_bias") and p.dim() == 2 and "expert" in mod_name:
+                k = getattr(config, "num_experts_per_tok", None) or getattr(config, "moe_k", 1)
+                total += p.numel() // p.shape[0] * k
+    return total
+
+
+def record_families(shapes: bool = True) -> list[dict]:
+    """params, bias adds per token and the counter's totals of each family's tiny model."""
+    import torch
+    from transformers import AutoConfig
+
+    out = []
+    for name, mt, kw in family_specs():
+        config = AutoConfig.for_model(mt, **{**FAMILY_BASE, **kw})
+        model = build_model(config)
+        rec = {"model": name, "family": mt, "config": config_record(model.config),
+               "params": sum(p.numel() for p in model.parameters()),
+               "bias_adds_per_token": bias_adds_per_token(model, model.config), "counts": []}
+        if shapes:
+            kwarg = _cache_kwarg(model)
+            with torch.no_grad():
+                for batch, seq in FAMILY_PREFILL:
+                    torch.manual_seed(SEED)
+                    total, _, _, _ = count(model, input_ids=random_ids(config.vocab_size,
+                                                                       batch, seq),
+                                           use_cache=False)
+                    rec["counts"].append({"phase": "prefill", "batch": batch, "seq": seq,
+                                          "total_flops": total})
+                for batch, past in FAMILY_DECODE:
+                    torch.manual_seed(SEED)
+                    pre = model(input_ids=random_ids(config.vocab_size, batch, past),
+                                use_cache=True)
+                    total, _, _, _ = count(model, input_ids=random_ids(config.vocab_size,
+                                                                       batch, 1),
+                                           use_cache=True, **{kwarg: _get_cache(pre)})
+                    rec["counts"].append({"phase": "decode", "batch": batch, "past": past,
+                                          "total_flops": total})
+        out.append(rec)
+    return out
 
 
 def config_record(config) -> dict:
@@ -386,7 +529,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--check", action="store_true", help="verify totals against formulas.py")
+    ap.add_argument("--families", action="store_true",
+                    help="re-record only the fixture's 'families' records (issue 25); the "
+                         "entries and their numbers stay as they are")
     args = ap.parse_args(argv)
+    if args.families:
+        import transformers
+
+        data = json.loads(args.out.read_text())
+        data["families"] = record_families()
+        data["metadata"]["families_transformers_version"] = transformers.__version__
+        write(data, args.out)
+        print(f"wrote {len(data['families'])} family records to {args.out}")
+        return 0
     data = record()
     write(data, args.out)
     print(f"wrote {len(data['entries'])} entries to {args.out}")
