@@ -32,6 +32,7 @@ from symroof.workloads.builder import Builder, LayerGroup, LatentShape, Transfor
 from symroof.workloads.dropout import attention_core_with_dropout
 from symroof.workloads.experts import moe_mlp
 from symroof.workloads.latent import latent_attention
+from symroof.workloads.recurrent import mamba2_mixer
 
 __all__ = ["TransformerShape", "LatentShape", "LayerGroup", "Choices", "forward_graph",
            "weight_tensors", "kv_cache_tensors"]
@@ -126,20 +127,37 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
     return b.linear(o, "W_o", m.q_dim, m.d_model, "o_proj", m.o_bias)
 
 
+def _mixer(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Expr,
+           context: sp.Expr, decode: bool, c: Choices) -> Tensor:
+    """The layer's token mixer (:data:`MIXERS`): attention, a Mamba-2 mixer, or both on
+    the same input with their outputs summed (Falcon-H1)."""
+    if grp.mixer == "attention":
+        return _attention(b, h, grp, batch=batch, seq=seq, context=context, decode=decode, c=c)
+    ssm = mamba2_mixer(b, h, batch=batch, seq=seq, decode=decode)
+    if grp.mixer == "mamba2":
+        return ssm
+    a = _attention(b, h, grp, batch=batch, seq=seq, context=context, decode=decode, c=c)
+    return b.g.elementwise(a, ssm, name=b.n("mixer_sum"), flops_per_element=b.fl.residual,
+                           linear=True)
+
+
 def _layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Expr,
            context: sp.Expr, decode: bool, c: Choices) -> Tensor:
     """One layer: norm, attention, residual; norm, MLP (or experts), residual. Gemma's
     extra norms after attention and after the MLP come with ``post_norms``."""
     g, m, fl = b.g, b.m, b.fl
     x = g.view(x, x.shape, name=b.n("layer_input"))  # each of the layers has its own input
-    a = _attention(b, b.norm(x, "attn_norm"), grp, batch=batch, seq=seq, context=context,
+    if grp.mixer != "none":
+        a = _mixer(b, b.norm(x, "attn_norm"), grp, batch=batch, seq=seq, context=context,
                    decode=decode, c=c)
-    if m.post_norms:
-        a = b.norm(a, "post_attn_norm")
-    if c.dropout:
-        a = b.dropout(a, "attn_out_dropout", m.hidden_dropout)
-    x = g.elementwise(x, a, name=b.n("residual_attn"), flops_per_element=fl.residual,
-                      linear=True)
+        if m.post_norms:
+            a = b.norm(a, "post_attn_norm")
+        if c.dropout:
+            a = b.dropout(a, "attn_out_dropout", m.hidden_dropout)
+        x = g.elementwise(x, a, name=b.n("residual_attn"), flops_per_element=fl.residual,
+                          linear=True)
+    if not grp.ffn:  # a hybrid's mixer-only layer
+        return x
     h = b.norm(x, "mlp_norm")
     if grp.moe:
         y = moe_mlp(b, h, batch, seq, c.expert_reads)

@@ -1,0 +1,447 @@
+"""The Mamba-2 (SSD) token mixer as a graph: prefill by the chunked scan or the sequential
+recurrence, and a decode step that reads and writes a state of fixed size.
+
+The existing vocabulary suffices, so there is no scan node: the chunked state-space dual
+(SSD) is batched GEMMs around elementwise decays, and the recurrence is an elementwise
+state update followed by a GEMM with C. What a decode step carries across steps (the
+conv window and the SSM state) are ``kv_cache`` tensors, the kind a decode step reads
+every step and memory counts per sequence (transformers keeps them in the same cache
+object as attention's keys and values); their names (``conv_state_*``, ``ssm_state``)
+tell them apart from K and V.
+
+A layer of width ``D`` with ``H`` heads of ``P`` channels (``I = H P``), ``G`` groups of
+B and C with state ``N``, a depthwise causal convolution of ``K`` taps and chunks of
+``Q`` positions runs, per token:
+
+- in-projection ``D -> 2I + 2GN + H`` (z, x, B, C, dt: one fused matrix, counted as its
+  five column blocks), conv1d over the ``I + 2GN`` channels of x, B, C, SiLU;
+- the SSD (``scan="chunked"``, the default): per chunk and head, the scores ``C B^T``
+  (per group by default, as the reference kernels compute them; ``cb="head"`` as
+  transformers' torch path repeats B and C per head), masked by the decays, times x
+  (the diagonal blocks), the chunk's state ``B^T x`` (``P N`` per head), the states
+  passed from chunk to chunk (``passing="sequential"``: an elementwise scan over the
+  chunks, as the kernels do; ``"quadratic"``: every pair of chunks as one GEMM, as
+  transformers' torch path does), and ``C h`` (the off-diagonal blocks); a ``causal``
+  chunk kernel does half the Q x Q pairs (the options of attention: ``half``, ``exact``,
+  ``none``);
+- ``scan="sequential"``: the recurrence token by token: ``h = exp(dt A) h + dt x B^T``
+  (elementwise, ``P N`` per head) and ``y = h C`` (a GEMM);
+- the gated RMSNorm ``norm(y * silu(z))`` and the out-projection ``I -> D``.
+
+What stays on chip (``fused=True``, default): the scan is one kernel that reads x, B, C
+and dt and writes y; its scores, decays and states never cross (``fused=False``: every
+intermediate is written and read, as eager PyTorch does). The short convolution is a GEMM
+over its K-tap windows (a gather of the windows, kept on chip, and K multiply-adds per
+output: a contraction, as PyTorch's FLOP counter counts ``conv1d``); ``conv_outputs="causal"`` (default) counts
+the S outputs kept, ``"padded"`` the S + K - 1 a padded ``conv1d`` computes before the
+slice (transformers). A chunk size that does not divide the sequence pads the last chunk
+(the reference implementations do); a chunk longer than the sequence is refused.
+
+>>> from symroof.symbols import dim
+>>> ssd_flops_per_token(dim("H"), dim("P"), dim("N"), dim("G"), dim("Q"))
+G*N*Q + 4*H*N*P + H*P*Q
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+import sympy as sp
+
+from symroof.errors import SymroofError
+from symroof.ir import Kind, Tensor
+from symroof.options import Causal, option
+from symroof.workloads.attention import causal_fraction
+from symroof.workloads.builder import Builder
+
+__all__ = ["Scan", "CbPer", "Passing", "ConvOutputs", "ScanChoices", "SsmShape", "mamba2_mixer",
+           "ssd_flops_per_token", "ssd_tile_bytes", "chunk_count", "STATE_NAMES", "ssm_pins",
+           "ssm_splits"]
+
+#: Name parts of the tensors a recurrent layer carries across decode steps.
+STATE_NAMES = ("conv_state", "ssm_state")
+
+
+class Scan(StrEnum):
+    """How prefill runs the state-space recurrence."""
+
+    CHUNKED = "chunked"        # the SSD: GEMMs within chunks, a scan over chunk states
+    SEQUENTIAL = "sequential"  # token by token: an elementwise update and h C per token
+
+
+class CbPer(StrEnum):
+    """Where the chunk scores C B^T are computed."""
+
+    GROUP = "group"  # once per group of heads sharing B and C (the reference kernels)
+    HEAD = "head"    # once per head, B and C repeated (transformers' torch path)
+
+
+class Passing(StrEnum):
+    """How the chunked scan passes states from chunk to chunk."""
+
+    SEQUENTIAL = "sequential"  # an elementwise scan over the chunks (decay, add)
+    QUADRATIC = "quadratic"    # all (c+1)^2 chunk pairs as one GEMM (transformers' torch path)
+
+
+class ConvOutputs(StrEnum):
+    """Which outputs of the causal conv1d are counted."""
+
+    CAUSAL = "causal"  # the S outputs kept
+    PADDED = "padded"  # the S + K - 1 a conv1d padded by K - 1 computes before the slice
+
+
+@dataclass(frozen=True)
+class ScanChoices:
+    """The counting conventions of the recurrent layers (each a named option; defaults are
+    the reference kernels'). ``chunk`` overrides the model's chunk size (a symbol: the
+    chunk-size crossovers)."""
+
+    scan: Scan = Scan.CHUNKED
+    chunk: sp.Expr | None = None
+    causal: Causal = Causal.HALF
+    cb: CbPer = CbPer.GROUP
+    passing: Passing = Passing.SEQUENTIAL
+    conv_outputs: ConvOutputs = ConvOutputs.CAUSAL
+    fused: bool = True
+    state_write: bool = True  # a decode step writes its new states back (in place)
+
+    def __post_init__(self) -> None:
+        for f, enum in (("scan", Scan), ("causal", Causal), ("cb", CbPer),
+                        ("passing", Passing), ("conv_outputs", ConvOutputs)):
+            object.__setattr__(self, f, option(enum, getattr(self, f), f"ssm {f}"))
+        for f in ("fused", "state_write"):
+            if not isinstance(getattr(self, f), bool):
+                raise SymroofError(f"ssm {f}: expected true or false, got {getattr(self, f)!r}")
+
+    @classmethod
+    def torch(cls) -> ScanChoices:
+        """The conventions transformers' pure-PyTorch Mamba-2 path computes (the oracle's)."""
+        return cls(causal=Causal.NONE, cb=CbPer.HEAD, passing=Passing.QUADRATIC,
+                   conv_outputs=ConvOutputs.PADDED, fused=False)
+
+
+@runtime_checkable
+class SsmShape(Protocol):
+    """A Mamba-2 mixer's widths, as the builder reads them (``symroof.models.Mamba2``)."""
+
+    @property
+    def heads(self) -> sp.Expr: ...        # H: SSM heads
+    @property
+    def head_dim(self) -> sp.Expr: ...     # P: channels per head (I = H P)
+    @property
+    def state(self) -> sp.Expr: ...        # N: state size per channel
+    @property
+    def groups(self) -> sp.Expr: ...       # G: groups of heads sharing B and C
+    @property
+    def conv_kernel(self) -> sp.Expr: ...  # K: taps of the depthwise causal conv
+    @property
+    def chunk(self) -> sp.Expr: ...        # Q: chunk length of the SSD
+    @property
+    def conv_bias(self) -> bool: ...
+    @property
+    def proj_bias(self) -> bool: ...
+    @property
+    def gated_norm(self) -> bool: ...      # norm(y * silu(z)) before the out-projection
+    @property
+    def state_bytes(self) -> sp.Expr | None: ...  # bytes per state value (None: kv_bytes)
+    @property
+    def choices(self) -> ScanChoices: ...
+
+
+def ssd_flops_per_token(h: sp.Expr, p: sp.Expr, n: sp.Expr, g: sp.Expr,
+                        q: sp.Expr) -> sp.Expr:
+    """Contraction FLOPs of the chunked SSD per token (2 per multiply-add), with a causal
+    chunk kernel (half the Q x Q pairs), scores per group and sequential state passing:
+    ``C B^T`` (G Q N), the diagonal blocks (H Q P), the chunk states and ``C h``
+    (2 H P N each)."""
+    return sp.expand(g * q * n + h * q * p + 4 * h * p * n)
+
+
+def ssd_tile_bytes(q: sp.Expr, p: sp.Expr, n: sp.Expr, b: sp.Expr) -> sp.Expr:
+    """On-chip bytes of one head's chunk in a fused SSD kernel: the Q x Q scores and the
+    P x N state in fp32, and the x, y (Q x P) and B, C (Q x N) blocks at ``b``."""
+    return 4 * q**2 + 4 * p * n + (2 * q * p + 2 * q * n) * b
+
+
+def chunk_count(seq: sp.Expr, chunk: sp.Expr) -> sp.Expr:
+    """Chunks of ``chunk`` positions over ``seq`` (a last partial chunk is padded whole);
+    a chunk longer than the sequence is refused."""
+    if (chunk - seq).is_positive:
+        raise SymroofError(f"ssm chunk_size {chunk}: larger than the sequence {seq} (give a "
+                           "chunk size at most the prompt length)")
+    if seq.is_number and chunk.is_number:
+        return sp.ceiling(seq / chunk)
+    return seq / chunk
+
+
+def _shape(b: Builder) -> SsmShape:
+    s = getattr(b.m, "ssm", None)
+    if not isinstance(s, SsmShape):
+        raise SymroofError(f"model {b.m.name!r} ssm: a mamba2 layer group needs the model's "
+                           "Mamba-2 widths (symroof.models.Mamba2)")
+    return s
+
+
+def _state_bytes(b: Builder, s: SsmShape) -> sp.Expr:
+    return b.m.kv_bytes if s.state_bytes is None else s.state_bytes
+
+
+def mamba2_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
+                 decode: bool) -> Tensor:
+    """The Mamba-2 mixer on the normed input ``h`` (batch, seq, d_model); returns its
+    output before the residual add."""
+    s = _shape(b)
+    c = s.choices
+    g, m = b.g, b.m
+    hd, p, n, grp = s.heads, s.head_dim, s.state, s.groups
+    inner = hd * p
+    if not (hd / grp).is_integer and (hd / grp).is_number:
+        raise SymroofError(f"model {m.name!r} ssm n_groups {grp}: does not divide the "
+                           f"{hd} heads")
+    z = b.linear(h, "W_z", m.d_model, inner, "z_proj", s.proj_bias)
+    x = b.linear(h, "W_x", m.d_model, inner, "x_proj", s.proj_bias)
+    bm = b.linear(h, "W_B", m.d_model, grp * n, "B_proj", s.proj_bias)
+    cm = b.linear(h, "W_C", m.d_model, grp * n, "C_proj", s.proj_bias)
+    dt = b.linear(h, "W_dt", m.d_model, hd, "dt_proj", s.proj_bias)
+    x = _conv(b, s, x, "x", inner, batch, seq, decode)
+    bm = _conv(b, s, bm, "B", grp * n, batch, seq, decode)
+    cm = _conv(b, s, cm, "C", grp * n, batch, seq, decode)
+    # dt = softplus(dt + dt_bias); the decay exp(dt A) with A = -exp(A_log)
+    dt = g.elementwise(dt, b.weight("dt_bias", (hd,)), b.weight("A_log", (hd,)),
+                       name=b.n("dt_softplus"), flops_per_element=4)
+    if decode:
+        y = _step(b, s, x, bm, cm, dt, batch)
+    elif c.scan is Scan.SEQUENTIAL:
+        y = _sequential(b, s, x, bm, cm, dt, batch, seq)
+    else:
+        y = _chunked(b, s, x, bm, cm, dt, batch, seq)
+    if s.gated_norm:  # y * silu(z), then an RMSNorm over each group's channels
+        y = g.elementwise(y, z, b.weight("ssm_norm.weight", (inner,)), name=b.n("gated_norm"),
+                          flops_per_element=b.fl.silu + b.fl.gate + b.fl.rmsnorm)
+    else:
+        y = g.elementwise(y, z, name=b.n("gate"), flops_per_element=b.fl.silu + b.fl.gate)
+    return b.linear(y, "W_out", inner, m.d_model, "out_proj", s.proj_bias)
+
+
+def _conv(b: Builder, s: SsmShape, u: Tensor, part: str, width: sp.Expr, batch: sp.Expr,
+          seq: sp.Expr, decode: bool) -> Tensor:
+    """The depthwise causal conv1d over ``width`` channels as a GEMM over K-tap windows
+    (the windows stay on chip), its bias and SiLU; decode reads the last K - 1 inputs from
+    the conv state and writes them back shifted by one."""
+    g, c, k = b.g, s.choices, s.conv_kernel
+    kernel: list[str] = []
+    if decode:
+        sb = _state_bytes(b, s)
+        state = g.kv_cache(b.n(f"conv_state_{part}"), (batch, width, k - 1), bytes_per_value=sb)
+        win = g.move(state, u, name=b.n(f"conv_window_{part}"), shape=(width, batch, k))
+        kernel.append(win.name)
+        if c.state_write:
+            new = g.move(win, name=b.n(f"conv_state_{part}_write"), shape=(batch, width, k - 1),
+                         kind=Kind.KV_CACHE, bytes_per_value=sb)
+            g.output(new)
+            kernel.append(new.name)
+        rows = batch
+    else:
+        rows = batch * (seq + k - 1 if c.conv_outputs is ConvOutputs.PADDED else seq)
+        win = g.move(u, name=b.n(f"conv_window_{part}"), shape=(width, rows, k))
+        kernel.append(win.name)
+    out = g.gemm(win, b.weight(f"conv_{part}.weight", (width, k, 1)), name=b.n(f"conv_{part}"))
+    kernel.append(out.name)
+    params = (b.weight(f"conv_{part}.bias", (width, 1, 1)),) if s.conv_bias else ()
+    act = g.elementwise(out, *params, name=b.n(f"conv_{part}_act"),
+                        flops_per_element=b.fl.silu + (1 if s.conv_bias else 0))
+    kernel.append(act.name)
+    rows_kept = batch * (1 if decode else seq)
+    if sp.expand(rows - rows_kept) == 0:
+        y = g.view(act, (batch, 1 if decode else seq, width), name=b.n(f"conv_{part}_out"))
+    else:  # the padded outputs are computed and sliced off
+        y = g.move(act, name=b.n(f"conv_{part}_out"), shape=(batch, seq, width),
+                   read_fraction=rows_kept / rows)
+    kernel.append(y.name)
+    b.fusions.append((frozenset(kernel), None))
+    return y
+
+
+def _chunked(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor,
+             batch: sp.Expr, seq: sp.Expr) -> Tensor:
+    """The SSD over chunks of Q positions (see the module docstring)."""
+    g, c = b.g, s.choices
+    q = s.chunk if c.chunk is None else c.chunk
+    nc = chunk_count(seq, q)
+    if not (seq.is_number and q.is_number):
+        g.record(assumptions=(*g.provenance.assumptions,
+                              f"ssm chunk {q} divides the sequence {seq}"))
+    hd, p, n, grp = s.heads, s.head_dim, s.state, s.groups
+    per = hd / grp
+    lead = (batch, nc, grp)
+    frac = causal_fraction(c.causal, q)
+    ops: list[Tensor] = []
+
+    def v(t: Tensor, shape: tuple[sp.Expr, ...], name: str) -> Tensor:
+        size = sp.Mul(*shape)
+        out = g.view(t, shape, name=b.n(name)) if sp.expand(t.numel - size) == 0 else \
+            g.move(t, name=b.n(name), shape=shape,  # the last chunk padded, or cut off
+                   read_fraction=sp.Min(1, size / t.numel))
+        ops.append(out)
+        return out
+
+    def keep(t: Tensor) -> Tensor:
+        ops.append(t)
+        return t
+
+    x6 = v(x, (*lead, per, q, p), "ssd_x")
+    b5 = v(bm, (*lead, 1, q, n), "ssd_B")
+    c5 = v(cm, (*lead, 1, q, n), "ssd_C")
+    da = keep(g.elementwise(v(dt, (*lead, per, q), "ssd_dt"), name=b.n("ssd_cumsum"),
+                            flops_per_element=2))  # dt A and its running sum per chunk
+    da_l = v(da, (*lead, per, q, 1), "ssd_decay_l")
+    da_s = v(da, (*lead, per, 1, q), "ssd_decay_s")
+    ch = keep(g.move(c5, name=b.n("ssd_C_heads"), shape=(*lead, per, q, n)))
+    bh = keep(g.move(b5, name=b.n("ssd_B_heads"), shape=(*lead, per, q, n)))
+    if c.cb is CbPer.HEAD:
+        cb = keep(g.gemm(ch, bh, transpose_b=True, work_fraction=frac, name=b.n("ssd_cb")))
+    else:
+        cb = keep(g.gemm(c5, b5, transpose_b=True, work_fraction=frac, name=b.n("ssd_cb")))
+    # L[l, s] = exp(cum[l] - cum[s]) below the diagonal, times the scores
+    mask = keep(g.elementwise(cb, da_l, da_s, name=b.n("ssd_mask"), shape=(*lead, per, q, q),
+                              flops_per_element=3))
+    y_diag = keep(g.gemm(mask, x6, work_fraction=frac, name=b.n("ssd_diag")))
+    b_decay = keep(g.elementwise(bh, da_l, name=b.n("ssd_B_decay"), flops_per_element=2))
+    states = keep(g.gemm(b_decay, x6, transpose_a=True, name=b.n("ssd_states")))  # (P x N)^T
+    if c.passing is Passing.SEQUENTIAL:  # h_c = decay_c h_{c-1} + state_c, chunk by chunk
+        last = keep(g.move(da, name=b.n("ssd_chunk_decay"), shape=(*lead, per, 1, 1),
+                           read_fraction=1 / q))  # each chunk's total decay
+        start = keep(g.elementwise(states, last, name=b.n("ssd_passing"), flops_per_element=2))
+    else:  # every (source, target) pair of the c + 1 chunk states as one GEMM
+        flat = keep(g.move(states, name=b.n("ssd_states_cat"),
+                           shape=(batch, grp, per, nc + 1, n * p)))
+        sums = keep(g.move(da, name=b.n("ssd_chunk_sums"),
+                           shape=(batch, grp, per, nc + 1, nc + 1), read_fraction=1 / q))
+        pairs = keep(g.elementwise(sums, name=b.n("ssd_chunk_decay"), flops_per_element=2))
+        passed = keep(g.gemm(pairs, flat, name=b.n("ssd_passing")))
+        start = keep(g.move(passed, name=b.n("ssd_start"), shape=(*lead, per, n, p),
+                            read_fraction=nc / (nc + 1)))
+    y_off = keep(g.gemm(ch, start, name=b.n("ssd_off")))
+    d_skip = b.weight("D", (grp, per, 1, 1))
+    y = keep(g.elementwise(y_diag, y_off, da_l, x6, d_skip, name=b.n("ssd_out"),
+                           flops_per_element=4))  # y_off * decay + y_diag + D x
+    out = v(y, (batch, seq, hd * p), "ssd_y")
+    if c.fused:
+        names = frozenset(g.producer(t).name for t in ops)  # type: ignore[union-attr]
+        b.fusions.append((names, ssd_tile_bytes(q, p, n, x.bytes_per_value)))
+    return out
+
+
+def _sequential(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor,
+                batch: sp.Expr, seq: sp.Expr) -> Tensor:
+    """The recurrence token by token: the state of every position is computed (on chip
+    when fused) and contracted with that position's C."""
+    g, c = b.g, s.choices
+    hd, p, n, grp = s.heads, s.head_dim, s.state, s.groups
+    per = hd / grp
+    lead = (batch, seq, grp)
+    ops = [g.view(x, (*lead, per, p, 1), name=b.n("scan_x")),
+           g.view(bm, (*lead, 1, 1, n), name=b.n("scan_B")),
+           g.view(cm, (*lead, 1, n, 1), name=b.n("scan_C")),
+           g.view(dt, (*lead, per, 1, 1), name=b.n("scan_dt"))]
+    xv, bv, cv, dv = ops
+    state = g.elementwise(xv, bv, dv, name=b.n("scan_update"), shape=(*lead, per, p, n),
+                          flops_per_element=3)  # exp(dt A) h + (dt x) B
+    ch = g.move(cv, name=b.n("scan_C_heads"), shape=(*lead, per, n, 1))
+    hc = g.gemm(state, ch, name=b.n("scan_out"))
+    y = g.elementwise(hc, xv, b.weight("D", (grp, per, 1, 1)), name=b.n("scan_skip"),
+                      flops_per_element=2)
+    out = g.view(y, (batch, seq, hd * p), name=b.n("scan_y"))
+    if c.fused:
+        ops += [state, ch, hc, y, out]
+        names = frozenset(g.producer(t).name for t in ops)  # type: ignore[union-attr]
+        b.fusions.append((names, 4 * p * n))
+    return out
+
+
+def _step(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor,
+          batch: sp.Expr) -> Tensor:
+    """One decode step: the state (batch, heads, P, N) is read, updated and written back."""
+    g, c = b.g, s.choices
+    hd, p, n, grp = s.heads, s.head_dim, s.state, s.groups
+    per = hd / grp
+    sb = _state_bytes(b, s)
+    shape = (batch, grp, per, p, n)
+    old = g.kv_cache(b.n("ssm_state"), shape, bytes_per_value=sb)
+    ops = [g.view(x, (batch, grp, per, p, 1), name=b.n("step_x")),
+           g.view(bm, (batch, grp, 1, 1, n), name=b.n("step_B")),
+           g.view(cm, (batch, grp, 1, n, 1), name=b.n("step_C")),
+           g.view(dt, (batch, grp, per, 1, 1), name=b.n("step_dt"))]
+    xv, bv, cv, dv = ops
+    new = g.elementwise(old, xv, bv, dv, name=b.n("step_update"), flops_per_element=3)
+    ch = g.move(cv, name=b.n("step_C_heads"), shape=(batch, grp, per, n, 1))
+    hc = g.gemm(new, ch, name=b.n("step_out"))
+    y = g.elementwise(hc, xv, b.weight("D", (grp, per, 1, 1)), name=b.n("step_skip"),
+                      flops_per_element=2)
+    out = g.view(y, (batch, 1, hd * p), name=b.n("step_y"))
+    ops += [new, ch, hc, y, out]
+    if c.state_write:
+        write = g.move(new, name=b.n("ssm_state_write"), shape=shape, kind=Kind.KV_CACHE,
+                       bytes_per_value=sb)
+        g.output(write)
+        ops.append(write)
+    if c.fused:
+        names = frozenset(g.producer(t).name for t in ops)  # type: ignore[union-attr]
+        b.fusions.append((names, 4 * p * n))
+    return out
+
+
+#: Where tensor parallelism splits the Mamba-2 tensors, by name in the layer (axis; the
+#: split is over the groups, and with them their heads, as the reference implementation
+#: splits heads and groups: every group's B and C, heads and gated norm on one device).
+_SPLIT_AXES = {
+    **{f"conv_window_{p}": 0 for p in "xBC"}, **{f"conv_{p}": 0 for p in "xBC"},
+    **{f"conv_{p}.weight": 0 for p in "xBC"}, **{f"conv_{p}.bias": 0 for p in "xBC"},
+    **{f"conv_{p}_act": 0 for p in "xBC"}, **{f"conv_{p}_out": 2 for p in "xBC"},
+    **{f"conv_state_{p}": 1 for p in "xBC"}, **{f"conv_state_{p}_write": 1 for p in "xBC"},
+    **{n: 2 for n in ("ssd_x", "ssd_B", "ssd_C", "ssd_dt", "ssd_cumsum", "ssd_decay_l",
+                      "ssd_decay_s", "ssd_C_heads", "ssd_B_heads", "ssd_cb", "ssd_mask",
+                      "ssd_diag", "ssd_B_decay", "ssd_states", "ssd_chunk_decay",
+                      "ssd_passing", "ssd_start", "ssd_off", "ssd_out", "ssd_y",
+                      "scan_x", "scan_B", "scan_C", "scan_dt", "scan_update", "scan_C_heads",
+                      "scan_out", "scan_skip", "scan_y", "step_y")},
+    **{n: 1 for n in ("ssd_states_cat", "ssd_chunk_sums", "ssm_state", "ssm_state_write",
+                      "step_x", "step_B", "step_C", "step_dt", "step_update", "step_C_heads",
+                      "step_out", "step_skip")},
+    "D": 0,
+}
+_QUADRATIC = frozenset({"ssd_chunk_decay", "ssd_passing"})  # axis 1 under passing="quadratic"
+
+
+def ssm_pins(graph: object, tp: sp.Expr) -> tuple[tuple[str, tuple[tuple[int, sp.Expr], ...]],
+                                                  ...]:
+    """The tensor-parallel split of every Mamba-2 tensor of a forward graph (the shard
+    pass's ``pins``): its reshapes fold heads and groups in ways names must say."""
+    if tp == 1:
+        return ()
+    pins = []
+    for t in graph.tensors:  # type: ignore[attr-defined]
+        prefix, _, local = t.name.partition(".")
+        if prefix not in ("mamba", "parallel"):
+            continue
+        local = local.removeprefix("mlp.").removeprefix("no_mlp.")
+        for part in ("local.", "dense."):
+            local = local.removeprefix(part)
+        axis = _SPLIT_AXES.get(local)
+        if axis is None:
+            continue
+        if local in _QUADRATIC and len(t.shape) == 5:  # (batch, groups, per, c + 1, ...)
+            axis = 1
+        pins.append((t.name, ((axis, tp),)))
+    return tuple(pins)
+
+
+def ssm_splits(m: object, tp: int) -> bool:
+    """Whether ``tp`` devices split a model's Mamba-2 heads and groups evenly (True for a
+    model without them)."""
+    s = getattr(m, "ssm", None)
+    if s is None:
+        return True
+    return all(not v.is_number or int(v) % tp == 0 for v in (s.heads, s.groups))
