@@ -294,10 +294,11 @@ def _chunked(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Ten
     x6 = v(x, (*lead, per, q, p), "ssd_x")
     b5 = v(bm, (*lead, 1, q, n), "ssd_B")
     c5 = v(cm, (*lead, 1, q, n), "ssd_C")
-    da = keep(g.elementwise(v(dt, (*lead, per, q), "ssd_dt"), name=b.n("ssd_cumsum"),
-                            flops_per_element=2))  # dt A and its running sum per chunk
-    da_l = v(da, (*lead, per, q, 1), "ssd_decay_l")
-    da_s = v(da, (*lead, per, 1, q), "ssd_decay_s")
+    # dt A and its running sum per chunk, (..., Q, 1); the backward pass needs a tensor
+    # that a view reads to have no other reader, hence moves (on chip) for its copies
+    da = da_l = keep(g.elementwise(v(dt, (*lead, per, q, 1), "ssd_dt"),
+                                   name=b.n("ssd_cumsum"), flops_per_element=2))
+    da_s = keep(g.move(da_l, name=b.n("ssd_decay_s"), shape=(*lead, per, 1, q)))
     ch = keep(g.move(c5, name=b.n("ssd_C_heads"), shape=(*lead, per, q, n)))
     bh = keep(g.move(b5, name=b.n("ssd_B_heads"), shape=(*lead, per, q, n)))
     if c.cb is CbPer.HEAD:
@@ -401,7 +402,7 @@ _SPLIT_AXES = {
     **{f"conv_{p}.weight": 0 for p in "xBC"}, **{f"conv_{p}.bias": 0 for p in "xBC"},
     **{f"conv_{p}_act": 0 for p in "xBC"}, **{f"conv_{p}_out": 2 for p in "xBC"},
     **{f"conv_state_{p}": 1 for p in "xBC"}, **{f"conv_state_{p}_write": 1 for p in "xBC"},
-    **{n: 2 for n in ("ssd_x", "ssd_B", "ssd_C", "ssd_dt", "ssd_cumsum", "ssd_decay_l",
+    **{n: 2 for n in ("ssd_x", "ssd_B", "ssd_C", "ssd_dt", "ssd_cumsum",
                       "ssd_decay_s", "ssd_C_heads", "ssd_B_heads", "ssd_cb", "ssd_mask",
                       "ssd_diag", "ssd_B_decay", "ssd_states", "ssd_chunk_decay",
                       "ssd_passing", "ssd_start", "ssd_off", "ssd_out", "ssd_y",
