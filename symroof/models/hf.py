@@ -29,6 +29,7 @@ from symroof.errors import SymroofError, suggest
 from symroof.files import read_text
 from symroof.models.config import TransformerModel, transformer
 from symroof.models.hf_fields import Fields, latent_of, moe_of, refuse, window_of
+from symroof.models.hf_hybrid import HYBRID_FAMILIES, REFUSED, from_hybrid_fields
 from symroof.models.latent import LatentAttention
 
 __all__ = ["from_hf_config", "from_hf_dict", "FAMILIES", "IGNORABLE"]
@@ -84,6 +85,8 @@ def _from_hf_dict(cfg: Mapping[str, object], name: str | None, where: str,
             d_ff=f.dim("n_inner", 4 * d), vocab=f.dim("vocab_size"), mlp="plain",
             activation="gelu", norm="layernorm", biases=True, positions="learned",
             max_positions=f.dim("n_positions"), tied_embeddings=f.flag("tie_word_embeddings", True))
+    if kind in HYBRID_FAMILIES or kind in REFUSED:  # state-space and hybrid families
+        return from_hybrid_fields(cfg, kind, label, where)
     if kind not in _LLAMA_LIKE:
         raise SymroofError(f"{where}: unknown model_type {kind!r}{suggest(kind, FAMILIES)}; "
                            f"supported: {', '.join(FAMILIES)}")

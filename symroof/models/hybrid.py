@@ -42,7 +42,8 @@ class Mamba2:
     I = H P), ``state`` N per channel, ``groups`` G of heads sharing B and C, a causal
     conv of ``conv_kernel`` K taps over the I + 2 G N channels of x, B, C, chunks of
     ``chunk`` Q positions, and the counting ``choices`` (:class:`ScanChoices`).
-    ``state_bytes``: bytes per conv/SSM state value (None: the model's ``kv_bytes``)."""
+    ``state_bytes``: bytes per SSM state value, ``conv_state_bytes`` per conv state value
+    (None: the model's ``kv_bytes``; Nemotron-H keeps its SSM state in fp32)."""
 
     heads: sp.Expr
     head_dim: sp.Expr
@@ -54,6 +55,7 @@ class Mamba2:
     proj_bias: bool = False
     gated_norm: bool = True
     state_bytes: sp.Expr | None = None
+    conv_state_bytes: sp.Expr | None = None
     choices: ScanChoices = ScanChoices()
 
     def __post_init__(self) -> None:
@@ -67,11 +69,13 @@ class Mamba2:
         for f in ("conv_bias", "proj_bias", "gated_norm"):
             if not isinstance(getattr(self, f), bool):
                 raise SymroofError(f"ssm {f}: expected true or false, got {getattr(self, f)!r}")
-        if self.state_bytes is not None:
-            v = as_expr(self.state_bytes, "ssm state_bytes")
+        for f in ("state_bytes", "conv_state_bytes"):
+            if getattr(self, f) is None:
+                continue
+            v = as_expr(getattr(self, f), f"ssm {f}")
             if v.is_positive is False or (v.is_number and not v.is_positive):
-                raise SymroofError(f"ssm state_bytes: expected positive bytes, got {v}")
-            object.__setattr__(self, "state_bytes", v)
+                raise SymroofError(f"ssm {f}: expected positive bytes, got {v}")
+            object.__setattr__(self, f, v)
         if not isinstance(self.choices, ScanChoices):
             raise SymroofError(f"ssm choices: expected a ScanChoices, got "
                                f"{type(self.choices).__name__}")

@@ -145,7 +145,9 @@ class SsmShape(Protocol):
     @property
     def gated_norm(self) -> bool: ...      # norm(y * silu(z)) before the out-projection
     @property
-    def state_bytes(self) -> sp.Expr | None: ...  # bytes per state value (None: kv_bytes)
+    def state_bytes(self) -> sp.Expr | None: ...       # per SSM state value (None: kv_bytes)
+    @property
+    def conv_state_bytes(self) -> sp.Expr | None: ...  # per conv state value (None: kv_bytes)
     @property
     def choices(self) -> ScanChoices: ...
 
@@ -184,8 +186,9 @@ def _shape(b: Builder) -> SsmShape:
     return s
 
 
-def _state_bytes(b: Builder, s: SsmShape) -> sp.Expr:
-    return b.m.kv_bytes if s.state_bytes is None else s.state_bytes
+def _state_bytes(b: Builder, s: SsmShape, conv: bool = False) -> sp.Expr:
+    value = s.conv_state_bytes if conv else s.state_bytes
+    return b.m.kv_bytes if value is None else value
 
 
 def mamba2_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
@@ -221,7 +224,7 @@ def mamba2_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
         y = g.elementwise(y, z, b.weight("ssm_norm.weight", (inner,)), name=b.n("gated_norm"),
                           flops_per_element=b.fl.silu + b.fl.gate + b.fl.rmsnorm)
     else:
-        y = g.elementwise(y, z, name=b.n("gate"), flops_per_element=b.fl.silu + b.fl.gate)
+        y = g.elementwise(y, z, name=b.n("ssm_gate"), flops_per_element=b.fl.silu + b.fl.gate)
     return b.linear(y, "W_out", inner, m.d_model, "out_proj", s.proj_bias)
 
 
@@ -233,7 +236,7 @@ def _conv(b: Builder, s: SsmShape, u: Tensor, part: str, width: sp.Expr, batch: 
     g, c, k = b.g, s.choices, s.conv_kernel
     kernel: list[str] = []
     if decode:
-        sb = _state_bytes(b, s)
+        sb = _state_bytes(b, s, conv=True)
         state = g.kv_cache(b.n(f"conv_state_{part}"), (batch, width, k - 1), bytes_per_value=sb)
         win = g.move(state, u, name=b.n(f"conv_window_{part}"), shape=(width, batch, k))
         kernel.append(win.name)

@@ -1,0 +1,247 @@
+"""Read the config.json of a state-space or hybrid family into a :class:`HybridModel`.
+
+Families (``model_type``, transformers 5.24) and where each reads its layer pattern:
+
+- ``mamba2``: every layer a Mamba-2 mixer (no attention, no MLP);
+- ``bamba``: attention on ``attn_layer_indices`` (or ``layers_block_type``), Mamba-2
+  elsewhere, a gated MLP on every layer;
+- ``granitemoehybrid``: ``layer_types`` / ``layers_block_type`` (``mamba`` or
+  ``attention``, the new names ``linear_attention`` / ``full_attention`` too); every
+  layer routed experts (``num_local_experts``; none when 0) plus a shared gated MLP of
+  ``shared_intermediate_size``;
+- ``falcon_h1``: every layer attention and Mamba-2 side by side on the same normed input
+  (their outputs summed), then a gated MLP;
+- ``nemotron_h``: ``layers_block_type`` / ``layer_types`` or the legacy
+  ``hybrid_override_pattern`` (``M`` Mamba-2, ``*`` attention, ``-`` MLP, ``E`` experts),
+  each layer one block: a norm, the mixer or MLP, a residual; the MLP and the experts
+  are not gated (ReLU^2, counted as a ReLU under ``ops="all"``).
+
+The Mamba-2 widths come from each family's own fields (``mamba_n_heads``,
+``mamba_d_head``, ``mamba_d_state``, ... or Mamba2's ``num_heads``, ``head_dim``,
+``state_size``, ...); heads x head width must equal the mixer's inner width (``expand x
+hidden_size``, Falcon-H1's ``mamba_d_ssm``, Nemotron-H's heads x head width by
+definition), and the groups must divide the heads: else a SymroofError naming the
+fields. Families that use a mixer symroof does not model are refused by name
+(:data:`REFUSED`); so are fields that change the cost and are not modelled.
+
+>>> m = from_hybrid_fields({"model_type": "mamba2", "hidden_size": 64, "num_heads": 8,
+...     "head_dim": 16, "expand": 2, "state_size": 16, "n_groups": 2,
+...     "num_hidden_layers": 2, "vocab_size": 100}, "mamba2", "tiny")
+>>> m.ssm.inner, m.ssm_layers, m.attention_layers
+(128, 2, 0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from symroof.errors import SymroofError
+from symroof.models.hf_fields import Fields
+from symroof.models.hybrid import HybridModel, Mamba2, hybrid, pattern_groups
+from symroof.precision import bytes_per_value
+
+__all__ = ["HYBRID_FAMILIES", "REFUSED", "from_hybrid_fields"]
+
+HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h")
+
+#: Families with a state-space or linear-attention mixer symroof does not model, and why.
+REFUSED = {
+    "mamba": "Mamba-1 mixers (a selective scan with per-channel state, x_proj and dt_proj) "
+             "are not modelled; only Mamba-2 (SSD) is",
+    "jamba": "its Mamba layers are Mamba-1 (a selective scan with x_proj and dt_proj), "
+             "which is not modelled; only Mamba-2 (SSD) is",
+    "falcon_mamba": "Mamba-1 mixers are not modelled; only Mamba-2 (SSD) is",
+    "zamba": "Mamba-1 mixers and shared attention blocks are not modelled",
+    "zamba2": "its shared transformer blocks (one block's weights reused at every hybrid "
+              "layer, with per-layer LoRA adapters and the embeddings concatenated to its "
+              "input) are not modelled",
+    "qwen3_next": "gated DeltaNet layers (a delta-rule recurrent state) are not modelled",
+    "lfm2": "LFM2's gated short-convolution blocks are not modelled",
+    "lfm2_moe": "LFM2's gated short-convolution blocks are not modelled",
+    "kimi_linear": "Kimi Delta Attention layers are not modelled",
+    "olmo_hybrid": "its gated DeltaNet layers are not modelled",
+    "minimax": "lightning (linear) attention layers are not modelled",
+}
+
+#: Each family's config.json keys for the Mamba-2 widths: heads, head width, state,
+#: groups, conv taps, chunk, conv bias, projection bias.
+_SSM_KEYS = {
+    "mamba2": ("num_heads", "head_dim", "state_size", "n_groups", "conv_kernel", "chunk_size",
+               "use_conv_bias", "use_bias"),
+    "nemotron_h": ("mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups",
+                   "conv_kernel", "chunk_size", "use_conv_bias", "mamba_proj_bias"),
+}
+_MAMBA_PREFIXED = ("mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups",
+                   "mamba_d_conv", "mamba_chunk_size", "mamba_conv_bias", "mamba_proj_bias")
+#: transformers 5.24's defaults for the keys above, per family.
+_SSM_DEFAULTS = {
+    "mamba2": (128, 64, 128, 8, 4, 256, True, False),
+    "nemotron_h": (128, 64, 128, 8, 4, 128, True, False),
+    "bamba": (128, 64, 256, 1, 4, 256, True, False),
+    "granitemoehybrid": (128, 64, 256, 1, 4, 256, True, False),
+    "falcon_h1": (128, 8, 256, 1, 4, 256, True, False),
+}
+_LEGACY = {"mamba": "linear_attention", "attention": "full_attention"}
+_NEMOTRON = {"M": "linear_attention", "*": "full_attention", "-": "mlp", "E": "moe"}
+_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+
+
+def _ssm(f: Fields, kind: str, d: int) -> Mamba2:
+    keys = _SSM_KEYS.get(kind, _MAMBA_PREFIXED)
+    dflt = _SSM_DEFAULTS[kind]
+    heads, hd, state, groups, conv, chunk = (f.dim(k, v) for k, v in zip(keys[:6], dflt[:6]))
+    conv_bias, proj_bias = f.flag(keys[6], dflt[6]), f.flag(keys[7], dflt[7])
+    inner_key = "mamba_d_ssm" if kind == "falcon_h1" and f.cfg.get("mamba_d_ssm") is not None \
+        else None
+    if kind == "nemotron_h":
+        inner = heads * hd
+    elif inner_key is not None:
+        inner = f.dim(inner_key)
+    else:
+        expand = f.cfg.get("mamba_expand" if kind in ("bamba", "granitemoehybrid", "falcon_h1")
+                           else "expand", 2)
+        if not isinstance(expand, (int, float)) or isinstance(expand, bool) or expand <= 0:
+            raise SymroofError(f"{f.where}: field 'expand' must be a positive number, got "
+                               f"{expand!r}")
+        inner = int(expand * d)
+        inner_key = f"{'mamba_' if kind != 'mamba2' else ''}expand x hidden_size"
+    if heads * hd != inner:
+        raise SymroofError(f"{f.where}: fields {keys[0]!r} {heads} x {keys[1]!r} {hd} = "
+                           f"{heads * hd} must equal the mixer's inner width {inner_key} = "
+                           f"{inner}")
+    if heads % groups:
+        raise SymroofError(f"{f.where}: field {keys[3]!r} {groups} does not divide the "
+                           f"{heads} SSM heads ({keys[0]!r})")
+    state_bytes = None
+    cache = f.cfg.get("mamba_ssm_cache_dtype")
+    if cache is not None:
+        if cache not in _DTYPES:
+            raise SymroofError(f"{f.where}: field 'mamba_ssm_cache_dtype' {cache!r}: expected "
+                               f"one of {', '.join(_DTYPES)}")
+        state_bytes = bytes_per_value(_DTYPES[cache])
+    gated = f.flag("mamba_rms_norm", False) if kind == "falcon_h1" else True
+    return Mamba2(heads=heads, head_dim=hd, state=state, groups=groups, conv_kernel=conv,
+                  chunk=chunk, conv_bias=conv_bias, proj_bias=proj_bias, gated_norm=gated,
+                  state_bytes=state_bytes)
+
+
+def _types(f: Fields, kind: str, layers: int | None) -> list[str]:
+    """Each layer's block type in transformers 5.24's names."""
+    raw: object
+    allowed: tuple[str, ...]
+    if kind == "nemotron_h":
+        raw = f.cfg.get("layers_block_type", f.cfg.get("layer_types"))
+        key = "layers_block_type" if "layers_block_type" in f.cfg else "layer_types"
+        pattern = f.cfg.get("hybrid_override_pattern")
+        if raw is None and isinstance(pattern, str):
+            key = "hybrid_override_pattern"
+            bad = sorted(set(pattern) - set(_NEMOTRON))
+            if bad:
+                raise SymroofError(f"{f.where}: field 'hybrid_override_pattern' has {bad!r}; "
+                                   f"expected characters of {''.join(_NEMOTRON)!r}")
+            raw = [_NEMOTRON[c] for c in pattern]
+        allowed = ("linear_attention", "full_attention", "mlp", "moe")
+    elif kind == "bamba" and f.cfg.get("layers_block_type") is None:
+        n = layers or 0
+        key, idx = "attn_layer_indices", f.indices("attn_layer_indices", n)
+        raw = ["full_attention" if i in idx else "linear_attention" for i in range(n)]
+        allowed = ("linear_attention", "full_attention")
+    else:
+        key = "layers_block_type" if "layers_block_type" in f.cfg else "layer_types"
+        raw = f.cfg.get(key)
+        if raw is None:
+            raw = ["linear_attention"] * (layers or 0)
+        allowed = ("linear_attention", "full_attention")
+    if not isinstance(raw, list) or not raw:
+        raise SymroofError(f"{f.where}: field {key!r} must be a list of layer types, got "
+                           f"{raw!r}"[:300])
+    types = [_LEGACY.get(t, t) if isinstance(t, str) else t for t in raw]
+    odd = sorted({str(t) for t in types if t not in allowed})
+    if odd:
+        raise SymroofError(f"{f.where}: field {key!r} lists {', '.join(odd)}; expected "
+                           f"{', '.join(allowed)}"[:300])
+    if layers is not None and len(types) != layers:
+        raise SymroofError(f"{f.where}: field {key!r} lists {len(types)} layers, "
+                           f"'num_hidden_layers' is {layers}: the layer pattern must cover "
+                           "every layer")
+    return types
+
+
+def _refuse(f: Fields, kind: str) -> None:
+    if kind == "nemotron_h" and f.given("moe_latent_size"):
+        raise SymroofError(f"{f.where}: field 'moe_latent_size' is set: experts on a latent "
+                           "projection are not modelled")
+    if kind == "nemotron_h" and f.given("sliding_window"):
+        raise SymroofError(f"{f.where}: field 'sliding_window' is set: windowed attention in "
+                           "a hybrid is not modelled")
+    if kind == "nemotron_h" and f.given("num_nextn_predict_layers"):
+        raise SymroofError(f"{f.where}: field 'num_nextn_predict_layers' is set: "
+                           "multi-token prediction layers are not modelled")
+    if kind == "falcon_h1" and f.flag("projectors_bias", False):
+        raise SymroofError(f"{f.where}: field 'projectors_bias' true is not modelled")
+
+
+def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
+                       where: str = "config.json") -> HybridModel:
+    """A hybrid model from a parsed config.json of one of :data:`HYBRID_FAMILIES` (the
+    general refusals of :mod:`symroof.models.hf_fields` are the caller's)."""
+    if kind in REFUSED:
+        raise SymroofError(f"{where}: model_type {kind!r} is not modelled: {REFUSED[kind]}")
+    f = Fields(cfg, where)
+    _refuse(f, kind)
+    d = f.dim("hidden_size")
+    given = f.cfg.get("num_hidden_layers")
+    layers = None if kind == "nemotron_h" and given is None else f.layers("num_hidden_layers")
+    types = _types(f, kind, layers)
+    ssm = _ssm(f, kind, d)
+    common = dict(name=label, layers=len(types), d_model=d, vocab=f.dim("vocab_size"),
+                  norm="rmsnorm",
+                  tied_embeddings=f.flag("tie_word_embeddings", False), ssm=ssm)
+    if kind == "mamba2":
+        if any(t != "linear_attention" for t in types):
+            raise SymroofError(f"{where}: field 'layer_types': mamba2 has only Mamba-2 layers")
+        return hybrid(heads=ssm.heads, head_dim=ssm.head_dim, d_ff=d,
+                      groups=pattern_groups([("mamba2", "none")] * len(types),
+                                            moe_model=False), **common)
+    heads = f.dim("num_attention_heads")
+    attn = dict(heads=heads, kv_heads=f.dim("num_key_value_heads", heads),
+                head_dim=f.dim("head_dim", d // heads), qkv_bias=f.flag("attention_bias", False))
+    mixer = {"linear_attention": "mamba2", "full_attention": "attention"}
+    if kind == "falcon_h1":
+        kinds = [("parallel", "dense")] * len(types)
+        extra = dict(d_ff=f.dim("intermediate_size"), mlp="gated", positions="rotary")
+    elif kind == "bamba":
+        kinds = [(mixer[t], "dense") for t in types]
+        extra = dict(d_ff=f.dim("intermediate_size"), mlp="gated", positions="rotary")
+    elif kind == "granitemoehybrid":
+        e = f.count("num_local_experts", 8)
+        mlp = "moe" if e > 0 else "dense"
+        kinds = [(mixer[t], mlp) for t in types]
+        rope = f.cfg.get("position_embedding_type") == "rope"
+        extra = dict(mlp="gated", positions="rotary" if rope else None)
+        if e > 0:
+            extra.update(d_ff=f.dim("intermediate_size"), experts=e,
+                         experts_per_token=f.dim("num_experts_per_tok", 2),
+                         shared_d_ff=f.dim("shared_intermediate_size", 1024))
+        else:
+            extra.update(d_ff=f.dim("shared_intermediate_size", 1024))
+    else:  # nemotron_h: one block per layer
+        block = {"linear_attention": ("mamba2", "none"), "full_attention": ("attention", "none"),
+                 "mlp": ("none", "dense"), "moe": ("none", "moe")}
+        kinds = [block[t] for t in types]
+        extra = dict(d_ff=f.dim("intermediate_size"), mlp="plain", activation="relu",
+                     positions=None)
+        if any(k[1] == "moe" for k in kinds):
+            shared = f.count("n_shared_experts", 1) * f.dim("moe_shared_expert_intermediate_size",
+                                                            7688)
+            extra.update(experts=f.dim("n_routed_experts", 8),
+                         experts_per_token=f.dim("num_experts_per_tok", 2),
+                         expert_d_ff=f.dim("moe_intermediate_size", 7688),
+                         **({"shared_d_ff": shared} if shared else {}))
+        attn["qkv_bias"] = f.flag("attention_bias", False)
+    moe = any(k[1] == "moe" for k in kinds)
+    model = hybrid(groups=pattern_groups(kinds, moe_model=moe, what=f"{where} layer pattern"),
+                   **common, **attn, **extra)
+    out = model.replace(o_bias=attn["qkv_bias"], mlp_bias=f.flag("mlp_bias", False))
+    assert isinstance(out, HybridModel)  # replace keeps the class
+    return out

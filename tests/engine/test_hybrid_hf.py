@@ -1,0 +1,118 @@
+"""config.json import of the state-space and hybrid families: layer patterns read from
+each family's own fields, widths checked, unmodelled families and fields refused by name.
+(Parameter counts against the models transformers builds: tests/oracles/test_hybrid_oracle.py.)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from symroof.errors import SymroofError
+from symroof.models import from_hf_dict
+from symroof.symbols import b
+
+SSM = dict(mamba_n_heads=8, mamba_d_head=16, mamba_n_groups=2, mamba_d_state=16,
+           mamba_chunk_size=4)
+ATTN = dict(num_attention_heads=4, num_key_value_heads=2, vocab_size=100, hidden_size=64,
+            intermediate_size=96)
+
+
+def _kinds(m):
+    return {(g.mixer, g.ffn, g.moe): g.count for g in m.layer_groups}
+
+
+def test_mamba2():
+    m = from_hf_dict({"model_type": "mamba2", "hidden_size": 64, "num_heads": 8, "head_dim": 16,
+                      "state_size": 16, "n_groups": 2, "num_hidden_layers": 3,
+                      "vocab_size": 100, "chunk_size": 8})
+    assert _kinds(m) == {("mamba2", False, False): 3}
+    assert (m.ssm.heads, m.ssm.head_dim, m.ssm.state, m.ssm.groups, m.ssm.chunk) == \
+        (8, 16, 16, 2, 8)
+    # 3 layers x (SSM state 8 x 16 x 16 + conv state 3 taps x (128 + 2 x 2 x 16))
+    assert m.state_bytes_per_sequence == 3 * (8 * 16 * 16 + 3 * 192) * b
+
+
+def test_bamba_reads_attn_layer_indices():
+    m = from_hf_dict({"model_type": "bamba", **ATTN, **SSM, "num_hidden_layers": 5,
+                      "attn_layer_indices": [1, 3]})
+    assert _kinds(m) == {("mamba2", True, False): 3, ("attention", True, False): 2}
+    assert m.positions == "rotary" and m.mlp == "gated"
+
+
+def test_granite_hybrid_legacy_names_and_experts():
+    m = from_hf_dict({"model_type": "granitemoehybrid", **ATTN, **SSM, "num_hidden_layers": 4,
+                      "layer_types": ["mamba", "mamba", "attention", "mamba"],
+                      "num_local_experts": 4, "num_experts_per_tok": 2,
+                      "shared_intermediate_size": 48})
+    assert _kinds(m) == {("mamba2", True, True): 3, ("attention", True, True): 1}
+    assert (m.experts, m.shared_d_ff, m.positions) == (4, 48, None)
+    dense = from_hf_dict({"model_type": "granitemoehybrid", **ATTN, **SSM,
+                          "num_hidden_layers": 2, "num_local_experts": 0,
+                          "shared_intermediate_size": 48})
+    assert _kinds(dense) == {("mamba2", True, False): 2} and dense.d_ff == 48
+
+
+def test_falcon_h1_runs_both_mixers_on_every_layer():
+    m = from_hf_dict({"model_type": "falcon_h1", **ATTN, **SSM, "num_hidden_layers": 3,
+                      "mamba_d_ssm": 128, "mamba_rms_norm": True})
+    assert _kinds(m) == {("parallel", True, False): 3}
+    assert m.ssm.gated_norm and m.ssm.inner == 128
+
+
+def test_nemotron_h_pattern_string_and_list_agree():
+    old = from_hf_dict({"model_type": "nemotron_h", **ATTN, "mamba_num_heads": 8,
+                        "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 16,
+                        "hybrid_override_pattern": "M-M*-ME", "n_routed_experts": 4,
+                        "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                        "moe_shared_expert_intermediate_size": 48,
+                        "mamba_ssm_cache_dtype": "float32"})
+    new = from_hf_dict({"model_type": "nemotron_h", **ATTN, "mamba_num_heads": 8,
+                        "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 16,
+                        "layers_block_type": ["linear_attention", "mlp", "linear_attention",
+                                              "full_attention", "mlp", "linear_attention",
+                                              "moe"],
+                        "n_routed_experts": 4, "num_experts_per_tok": 2,
+                        "moe_intermediate_size": 32, "moe_shared_expert_intermediate_size": 48,
+                        "mamba_ssm_cache_dtype": "float32"})
+    assert _kinds(old) == _kinds(new) == {("mamba2", False, False): 3,
+                                          ("none", True, False): 2,
+                                          ("attention", False, False): 1,
+                                          ("none", True, True): 1}
+    assert old.params == new.params
+    assert old.ssm.state_bytes == 4   # the SSM state in fp32, the conv state at kv_bytes
+    assert old.state_bytes_per_sequence == 3 * (8 * 16 * 16 * 4 + 3 * 192 * b)
+
+
+@pytest.mark.parametrize("kind", ["jamba", "zamba2", "qwen3_next", "lfm2", "kimi_linear",
+                                  "olmo_hybrid", "mamba", "minimax"])
+def test_unmodelled_families_are_refused_by_name(kind):
+    with pytest.raises(SymroofError, match=f"model_type '{kind}' is not modelled: "):
+        from_hf_dict({"model_type": kind, **ATTN, "num_hidden_layers": 2})
+
+
+@pytest.mark.parametrize("cfg,field", [
+    ({"model_type": "bamba", **ATTN, **SSM, "num_hidden_layers": 2,
+      "layers_block_type": ["linear_attention"]}, "'layers_block_type' lists 1 layers"),
+    ({"model_type": "granitemoehybrid", **ATTN, **SSM, "num_hidden_layers": 2,
+      "layer_types": ["mamba", "gdn"]}, "'layer_types' lists gdn"),
+    ({"model_type": "nemotron_h", **ATTN, "num_hidden_layers": 3, "mamba_num_heads": 8,
+      "mamba_head_dim": 16, "layers_block_type": ["mlp", "mlp"]}, "cover every layer"),
+    ({"model_type": "nemotron_h", **ATTN, "hybrid_override_pattern": "M-X"},
+     "'hybrid_override_pattern' has"),
+    ({"model_type": "bamba", **ATTN, **SSM, "num_hidden_layers": 2, "mamba_n_groups": 3},
+     "'mamba_n_groups' 3 does not divide"),
+    ({"model_type": "bamba", **ATTN, **SSM, "num_hidden_layers": 2, "mamba_d_head": 12},
+     "'mamba_d_head' 12 = 96 must equal"),
+    ({"model_type": "mamba2", "hidden_size": 64, "num_heads": 8, "head_dim": 32,
+      "num_hidden_layers": 2, "vocab_size": 10}, "'head_dim' 32 = 256 must equal"),
+    ({"model_type": "nemotron_h", **ATTN, "mamba_num_heads": 8, "mamba_head_dim": 16,
+      "n_groups": 2, "hybrid_override_pattern": "ME", "moe_latent_size": 16},
+     "'moe_latent_size'"),
+    ({"model_type": "falcon_h1", **ATTN, **SSM, "num_hidden_layers": 2, "mamba_d_ssm": 128,
+      "projectors_bias": True}, "'projectors_bias'"),
+    ({"model_type": "bamba", **ATTN, **SSM, "num_hidden_layers": 2,
+      "quantization_config": {"quant_method": "gptq"}}, "'quantization_config'"),
+])
+def test_bad_configs_name_the_field(cfg, field):
+    with pytest.raises(SymroofError, match=field):
+        from_hf_dict(cfg)
