@@ -46,19 +46,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import sympy as sp
 
+from symroof.analysis import Analysis, analyze
 from symroof.errors import SymroofError
-from symroof.ir import Kind, Tensor
-from symroof.options import Causal, option
-from symroof.workloads.attention import causal_fraction
+from symroof.ir import Graph, Kind, Tensor, View, as_dim, as_expr
+from symroof.options import Causal, OpsCounted, option
+from symroof.symbols import b as _b
+from symroof.workloads.attention import (ElementwiseFlops, causal_fraction, fuse_groups,
+                                         op_groups)
 from symroof.workloads.builder import Builder
 
 __all__ = ["Scan", "CbPer", "Passing", "ConvOutputs", "ScanChoices", "SsmShape", "mamba2_mixer",
            "ssd_flops_per_token", "ssd_tile_bytes", "chunk_count", "STATE_NAMES", "ssm_pins",
-           "ssm_splits"]
+           "ssm_splits", "ssd"]
 
 #: Name parts of the tensors a recurrent layer carries across decode steps.
 STATE_NAMES = ("conv_state", "ssm_state")
@@ -267,6 +270,14 @@ def _conv(b: Builder, s: SsmShape, u: Tensor, part: str, width: sp.Expr, batch: 
     return y
 
 
+def _kernel(g: Graph, tensors: list[Tensor]) -> frozenset[str]:
+    """The ops that produce ``tensors``, as one fused kernel; views stay outside, so that
+    the kernel reads the views of its inputs from memory and writes the tensor its
+    output view shows (a view has no traffic of its own)."""
+    return frozenset(op.name for op in (g.producer(t) for t in tensors)
+                     if op is not None and not isinstance(op, View))
+
+
 def _chunked(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor,
              batch: sp.Expr, seq: sp.Expr) -> Tensor:
     """The SSD over chunks of Q positions (see the module docstring)."""
@@ -333,7 +344,7 @@ def _chunked(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Ten
                            flops_per_element=4))  # y_off * decay + y_diag + D x
     out = v(y, (batch, seq, hd * p), "ssd_y")
     if c.fused:
-        names = frozenset(g.producer(t).name for t in ops)  # type: ignore[union-attr]
+        names = _kernel(g, ops)
         b.fusions.append((names, ssd_tile_bytes(q, p, n, x.bytes_per_value)))
     return out
 
@@ -360,7 +371,7 @@ def _sequential(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: 
     out = g.view(y, (batch, seq, hd * p), name=b.n("scan_y"))
     if c.fused:
         ops += [state, ch, hc, y, out]
-        names = frozenset(g.producer(t).name for t in ops)  # type: ignore[union-attr]
+        names = _kernel(g, ops)
         b.fusions.append((names, 4 * p * n))
     return out
 
@@ -392,7 +403,7 @@ def _step(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor
         g.output(write)
         ops.append(write)
     if c.fused:
-        names = frozenset(g.producer(t).name for t in ops)  # type: ignore[union-attr]
+        names = _kernel(g, ops)
         b.fusions.append((names, 4 * p * n))
     return out
 
@@ -449,3 +460,62 @@ def ssm_splits(m: object, tp: int) -> bool:
     if s is None:
         return True
     return all(not v.is_number or int(v) % tp == 0 for v in (s.heads, s.groups))
+
+
+@dataclass(frozen=True)
+class _Widths:
+    """The Mamba-2 widths of :func:`ssd` (an :class:`SsmShape`)."""
+
+    heads: sp.Expr
+    head_dim: sp.Expr
+    state: sp.Expr
+    groups: sp.Expr
+    conv_kernel: sp.Expr
+    chunk: sp.Expr
+    choices: ScanChoices
+    conv_bias: bool = False
+    proj_bias: bool = False
+    gated_norm: bool = False
+    state_bytes: sp.Expr | None = None
+    conv_state_bytes: sp.Expr | None = None
+
+
+@dataclass(frozen=True)
+class _ScanOnly:
+    """What the builder reads from a model when it builds the scan alone."""
+
+    name: str
+    weight_bytes: sp.Expr
+    kv_bytes: sp.Expr
+
+
+def ssd(*, seq: object, heads: object, head_dim: object, state: object, chunk: object,
+        groups: object = 1, batch: object = 1, b: object = _b,
+        choices: ScanChoices = ScanChoices()) -> Analysis:
+    """The chunked SSD kernel alone over ``batch x seq`` tokens: it reads x, B, C and dt
+    (and the per-head A and D) and writes y, at ``b`` bytes per value; with the default
+    fused kernel nothing else crosses, so its intensity grows with the chunk size.
+
+    >>> from symroof.symbols import dim
+    >>> Q = dim("Q")
+    >>> ssd(seq=dim("S"), heads=dim("H"), head_dim=dim("P"), state=dim("N"), chunk=Q).flops
+    4*H*N*P*S + H*P*Q*S + N*Q*S
+    """
+    bt, sq = as_dim(batch, "ssd batch"), as_dim(seq, "ssd seq")
+    w = _Widths(as_dim(heads, "ssd heads"), as_dim(head_dim, "ssd head_dim"),
+                as_dim(state, "ssd state"), as_dim(groups, "ssd groups"), sp.Integer(4),
+                as_dim(chunk, "ssd chunk"), choices)
+    if w.heads.is_number and w.groups.is_number and w.heads % w.groups:
+        raise SymroofError(f"ssd groups {w.groups}: does not divide the {w.heads} heads")
+    bv = as_expr(b, "ssd b")
+    g = Graph("ssd")
+    bld = Builder(g, cast(Any, _ScanOnly("ssd", bv, bv)), ElementwiseFlops())
+    bld.prefix = ""
+    inner = w.heads * w.head_dim
+    x = g.input("x", (bt, sq, inner), bytes_per_value=bv)
+    bm = g.input("B", (bt, sq, w.groups * w.state), bytes_per_value=bv)
+    cm = g.input("C", (bt, sq, w.groups * w.state), bytes_per_value=bv)
+    dt = g.input("dt", (bt, sq, w.heads), bytes_per_value=bv)
+    g.output(_chunked(bld, w, x, bm, cm, dt, bt, sq))
+    return analyze(fuse_groups(g, bld.fusions), tokens=bt * sq,
+                   ops=op_groups(OpsCounted.CONTRACTIONS))
