@@ -40,7 +40,8 @@ from symroof.models.hybrid import HybridModel
 from symroof.precision import Precision
 from symroof.solve import Crossover, crossover, limit
 from symroof.symbols import B, S, b, dim
-from symroof.workloads.recurrent import ScanChoices, ssd
+from symroof.workloads.builder import LayerGroup
+from symroof.workloads.recurrent import ssd
 from symroof.workloads.transformer import decode
 
 __all__ = ["HybridCrossovers", "all_attention", "decode_bytes", "state_vs_kv",
@@ -63,8 +64,7 @@ def all_attention(model: HybridModel) -> HybridModel:
     """The same widths with every Mamba-2 mixer replaced by the model's attention (a layer
     that ran both runs attention alone); MLPs and experts unchanged."""
     m = _hybrid(model, "all_attention")
-    merged: dict[str, object] = {}
-    groups = []
+    groups: list[LayerGroup] = []
     for g in m.groups:
         new = replace(g, mixer="attention" if g.mixer in ("mamba2", "parallel") else g.mixer)
         same = next((x for x in groups if x.prefix == new.prefix), None)
@@ -72,8 +72,9 @@ def all_attention(model: HybridModel) -> HybridModel:
             groups.append(new)
         else:
             groups[groups.index(same)] = replace(same, count=same.count + new.count)
-    merged["groups"] = tuple(groups)
-    return m.replace(name=f"{m.name}-all-attention", **merged)
+    out = m.replace(name=f"{m.name}-all-attention", groups=tuple(groups))
+    assert isinstance(out, HybridModel)  # replace keeps the class
+    return out
 
 
 def decode_bytes(model: HybridModel, *, batch: object = B) -> list[Crossover]:
