@@ -23,7 +23,7 @@ conditions under which it exists; with a chip, the ridge and ``b`` take its numb
 ...            state=dim("N")), groups=(LayerGroup(A), LayerGroup(L - A, mixer="mamba2")))
 >>> import sympy
 >>> [sympy.factor(x.value) for x in state_vs_kv(m)]   # (L - A) state / (A x 2 D): MHA
-[-(A - L)*(D*N + 3*D + 3*N)/(A*D)]
+[-(A - L)*(D*N + 4*D + 4*N)/(A*D)]
 """
 
 from __future__ import annotations

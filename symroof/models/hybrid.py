@@ -9,8 +9,8 @@ capacity and a decode step's traffic count both.
 
 >>> from symroof.symbols import L, D, dim
 >>> m = mamba2(layers=L, d_model=D, heads=dim("H"), head_dim=dim("P"), state=dim("N"))
->>> m.state_bytes_per_sequence    # SSM state H P N, conv state 3 taps of x, B and C
-H*L*N*P*b + 3*H*L*P*b + 6*L*N*b
+>>> m.state_bytes_per_sequence    # SSM state H P N, conv state 4 taps of x, B and C
+H*L*N*P*b + 4*H*L*P*b + 8*L*N*b
 """
 
 from __future__ import annotations

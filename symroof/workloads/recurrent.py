@@ -34,7 +34,9 @@ intermediate is written and read, as eager PyTorch does). The short convolution 
 over its K-tap windows (a gather of the windows, kept on chip, and K multiply-adds per
 output: a contraction, as PyTorch's FLOP counter counts ``conv1d``); ``conv_outputs="causal"`` (default) counts
 the S outputs kept, ``"padded"`` the S + K - 1 a padded ``conv1d`` computes before the
-slice (transformers). A chunk size that does not divide the sequence pads the last chunk
+slice (transformers; in decode, 2 outputs over the K-wide state and the new input). The
+conv state holds the K newest inputs per channel (the reference kernels' and
+transformers' layout), the SSM state H P N values per sequence. A chunk size that does not divide the sequence pads the last chunk
 (the reference implementations do); a chunk longer than the sequence is refused.
 
 >>> from symroof.symbols import dim
@@ -234,23 +236,27 @@ def mamba2_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
 def _conv(b: Builder, s: SsmShape, u: Tensor, part: str, width: sp.Expr, batch: sp.Expr,
           seq: sp.Expr, decode: bool) -> Tensor:
     """The depthwise causal conv1d over ``width`` channels as a GEMM over K-tap windows
-    (the windows stay on chip), its bias and SiLU; decode reads the last K - 1 inputs from
-    the conv state and writes them back shifted by one."""
+    (the windows stay on chip), its bias and SiLU. Decode reads the conv state (the K
+    newest inputs, the current one included, as the reference kernels and transformers
+    keep it), convolves the newest window and writes the state back shifted by one;
+    with ``conv_outputs="padded"`` it counts the 2 outputs transformers' update computes
+    over the state and the new input (K + 1 positions) before keeping the last."""
     g, c, k = b.g, s.choices, s.conv_kernel
     kernel: list[str] = []
+    padded = c.conv_outputs is ConvOutputs.PADDED
     if decode:
         sb = _state_bytes(b, s, conv=True)
-        state = g.kv_cache(b.n(f"conv_state_{part}"), (batch, width, k - 1), bytes_per_value=sb)
-        win = g.move(state, u, name=b.n(f"conv_window_{part}"), shape=(width, batch, k))
+        state = g.kv_cache(b.n(f"conv_state_{part}"), (batch, width, k), bytes_per_value=sb)
+        rows = batch * (2 if padded else 1)
+        win = g.move(state, u, name=b.n(f"conv_window_{part}"), shape=(width, rows, k))
         kernel.append(win.name)
         if c.state_write:
-            new = g.move(win, name=b.n(f"conv_state_{part}_write"), shape=(batch, width, k - 1),
+            new = g.move(win, name=b.n(f"conv_state_{part}_write"), shape=(batch, width, k),
                          kind=Kind.KV_CACHE, bytes_per_value=sb)
             g.output(new)
             kernel.append(new.name)
-        rows = batch
     else:
-        rows = batch * (seq + k - 1 if c.conv_outputs is ConvOutputs.PADDED else seq)
+        rows = batch * (seq + k - 1 if padded else seq)
         win = g.move(u, name=b.n(f"conv_window_{part}"), shape=(width, rows, k))
         kernel.append(win.name)
     out = g.gemm(win, b.weight(f"conv_{part}.weight", (width, k, 1)), name=b.n(f"conv_{part}"))

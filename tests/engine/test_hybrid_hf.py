@@ -28,8 +28,8 @@ def test_mamba2():
     assert _kinds(m) == {("mamba2", False, False): 3}
     assert (m.ssm.heads, m.ssm.head_dim, m.ssm.state, m.ssm.groups, m.ssm.chunk) == \
         (8, 16, 16, 2, 8)
-    # 3 layers x (SSM state 8 x 16 x 16 + conv state 3 taps x (128 + 2 x 2 x 16))
-    assert m.state_bytes_per_sequence == 3 * (8 * 16 * 16 + 3 * 192) * b
+    # 3 layers x (SSM state 8 x 16 x 16 + conv state 4 taps x (128 + 2 x 2 x 16))
+    assert m.state_bytes_per_sequence == 3 * (8 * 16 * 16 + 4 * 192) * b
 
 
 def test_bamba_reads_attn_layer_indices():
@@ -80,7 +80,7 @@ def test_nemotron_h_pattern_string_and_list_agree():
                                           ("none", True, True): 1}
     assert old.params == new.params
     assert old.ssm.state_bytes == 4   # the SSM state in fp32, the conv state at kv_bytes
-    assert old.state_bytes_per_sequence == 3 * (8 * 16 * 16 * 4 + 3 * 192 * b)
+    assert old.state_bytes_per_sequence == 3 * (8 * 16 * 16 * 4 + 4 * 192 * b)
 
 
 @pytest.mark.parametrize("kind", ["jamba", "zamba2", "qwen3_next", "lfm2", "kimi_linear",

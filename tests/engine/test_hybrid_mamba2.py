@@ -178,8 +178,8 @@ def test_prefill_and_decode_formulas():
     dec = decode(m, B, context=S, logits="none")
     assert sp.cancel(dec.flops - B * L * (proj + 2 * 4 * conv + 2 * H * P * N)) == 0
     # bytes: the weights once; per sequence the SSM state (H P N) and the conv state
-    # (3 taps of x, B, C) each read once and written once
-    state = H * P * N + 3 * conv
+    # (4 taps of x, B, C) each read once and written once
+    state = H * P * N + 4 * conv
     assert sp.cancel(m.state_bytes_per_sequence - L * state * b) == 0
     assert sp.cancel(dec.bytes - m.params * b - 2 * B * L * state * b) == 0
     assert not dec.bytes.has(S)  # a fixed-size state: no context in a decode step

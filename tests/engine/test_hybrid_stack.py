@@ -30,8 +30,8 @@ def _model(**kw):
     return hybrid(**fields)
 
 
-def _state():  # per mamba layer and sequence: the SSM state and 3 taps of x, B and C
-    return HS * P * N + 3 * (HS * P + 2 * N)
+def _state():  # per mamba layer and sequence: the SSM state and 4 taps of x, B and C
+    return HS * P * N + 4 * (HS * P + 2 * N)
 
 
 def test_decode_reads_kv_on_attention_layers_and_state_on_mamba_layers():
@@ -76,7 +76,7 @@ def test_capacity_counts_state_bytes_per_sequence():
     free = hw.capacity(None) - m.params * 2
     assert n * per_seq <= free < (n + 1) * per_seq
     # 2 attention layers x 2 (K, V) x 8192 x 2 KV heads x 64 x 2 B; 6 x state at 2 B
-    assert per_seq == 2 * 2 * 8192 * 2 * 64 * 2 + 6 * (16 * 64 * 64 + 3 * (1024 + 256)) * 2
+    assert per_seq == 2 * 2 * 8192 * 2 * 64 * 2 + 6 * (16 * 64 * 64 + 4 * (1024 + 256)) * 2
 
 
 @pytest.mark.parametrize("phase", ["decode", "prefill"])
