@@ -190,8 +190,9 @@ class HybridModel(TransformerModel):
         """Layers with a Mamba-2 mixer."""
         return sp.Add(*(g.count for g in self.groups if g.mixer in ("mamba2", "parallel")))
 
-    def with_scan(self, **choices: object) -> HybridModel:
-        """The same model under other scan conventions (:class:`ScanChoices` fields).
+    def with_scan(self, choices: ScanChoices | None = None, **changes: object) -> HybridModel:
+        """The same model under other scan conventions: ``choices`` whole, or
+        :class:`ScanChoices` fields changed (``ScanChoices.torch()``: transformers' way).
 
         >>> from symroof.symbols import L, D, dim
         >>> m = mamba2(layers=L, d_model=D, heads=8, head_dim=64, state=128)
@@ -200,10 +201,13 @@ class HybridModel(TransformerModel):
         """
         if self.ssm is None:
             raise SymroofError(f"model {self.name!r}: no Mamba-2 layers to set scan choices on")
+        base = self.ssm.choices if choices is None else choices
+        if not isinstance(base, ScanChoices):
+            raise SymroofError(f"ssm choices: expected a ScanChoices, got {type(base).__name__}")
         try:
-            new = replace(self.ssm.choices, **choices)  # type: ignore[arg-type]
+            new = replace(base, **changes)  # type: ignore[arg-type]
         except TypeError:
-            raise SymroofError(f"ssm choices: unknown field(s) {', '.join(sorted(choices))}; "
+            raise SymroofError(f"ssm choices: unknown field(s) {', '.join(sorted(changes))}; "
                                "expected scan, chunk, causal, cb, passing, conv_outputs, "
                                "fused, state_write") from None
         return replace(self, ssm=replace(self.ssm, choices=new))
