@@ -109,9 +109,9 @@ def chunk_crossover(model: HybridModel, *, ridge: object = RIDGE,
     assert s is not None
     seq = dim("S_scan")
     bv = m.activation_bytes if bytes_per_value is None else bytes_per_value
-    scan: Analysis = ssd(seq=seq, heads=s.heads, head_dim=s.head_dim, state=s.state,
-                         groups=s.groups, chunk=CHUNK, b=bv,
-                         choices=replace(s.choices, chunk=None))
+    c = s.choices
+    scan: Analysis = ssd(seq, s.heads, s.head_dim, s.state, CHUNK, groups=s.groups, b=bv,
+                         causal=c.causal, cb=c.cb, passing=c.passing, fused=c.fused)
     # per token, as the sequence grows: the kernel's per-head weights drop out
     flops, traffic = limit(scan.flops / seq, seq), limit(scan.bytes / seq, seq)
     return crossover(flops, sp.sympify(ridge) * traffic, CHUNK)

@@ -495,18 +495,22 @@ class _ScanOnly:
     kv_bytes: sp.Expr
 
 
-def ssd(*, seq: object, heads: object, head_dim: object, state: object, chunk: object,
+def ssd(seq: object, heads: object, head_dim: object, state: object, chunk: object, *,
         groups: object = 1, batch: object = 1, b: object = _b,
-        choices: ScanChoices = ScanChoices()) -> Analysis:
+        causal: Causal | str = Causal.HALF, cb: CbPer | str = CbPer.GROUP,
+        passing: Passing | str = Passing.SEQUENTIAL, fused: bool = True) -> Analysis:
     """The chunked SSD kernel alone over ``batch x seq`` tokens: it reads x, B, C and dt
-    (and the per-head A and D) and writes y, at ``b`` bytes per value; with the default
-    fused kernel nothing else crosses, so its intensity grows with the chunk size.
+    (and the per-head D) and writes y, at ``b`` bytes per value; with the default fused
+    kernel nothing else crosses, so its intensity grows with the chunk size. ``causal``,
+    ``cb``, ``passing`` and ``fused`` are :class:`ScanChoices`' conventions.
 
     >>> from symroof.symbols import dim
     >>> Q = dim("Q")
-    >>> ssd(seq=dim("S"), heads=dim("H"), head_dim=dim("P"), state=dim("N"), chunk=Q).flops
+    >>> ssd(dim("S"), dim("H"), dim("P"), dim("N"), Q).flops
     4*H*N*P*S + H*P*Q*S + N*Q*S
     """
+    choices = ScanChoices(causal=causal, cb=cb, passing=passing,  # type: ignore[arg-type]
+                          fused=fused)
     bt, sq = as_dim(batch, "ssd batch"), as_dim(seq, "ssd seq")
     w = _Widths(as_dim(heads, "ssd heads"), as_dim(head_dim, "ssd head_dim"),
                 as_dim(state, "ssd state"), as_dim(groups, "ssd groups"), sp.Integer(4),

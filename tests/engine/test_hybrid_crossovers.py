@@ -86,7 +86,7 @@ def test_nemotron_h_8b_on_h100():
             {b: 2, S: s_star})
         assert q_h == q_a
     (q,) = r.chunk
-    scan = ssd(seq=2**20, heads=128, head_dim=64, state=128, groups=8, chunk=CHUNK, b=2)
+    scan = ssd(2**20, 128, 64, 128, CHUNK, groups=8, b=2)
     ridge = hw.ridge("bf16")
     # at Q* the scan's intensity is the ridge, up to the per-head weights' bytes (which a
     # 2^20-token sequence makes 1e-7 of the traffic)
