@@ -52,21 +52,25 @@ RIDGE = dim("R")
 CHUNK = dim("Q")
 
 
-def _hybrid(model: object, what: str) -> HybridModel:
-    if not isinstance(model, HybridModel) or model.ssm is None:
-        raise SymroofError(f"{what}: expected a hybrid model with Mamba-2 layers "
+def _hybrid(model: object, what: str, ssm: bool = False) -> HybridModel:
+    if not isinstance(model, HybridModel) or (model.ssm is None if ssm else
+                                               model.ssm_layers == 0):
+        kind = "Mamba-2" if ssm else "recurrent"
+        raise SymroofError(f"{what}: expected a hybrid model with {kind} layers "
                            f"(symroof.models.hybrid or a hybrid config.json), got "
                            f"{type(model).__name__}")
     return model
 
 
 def all_attention(model: HybridModel) -> HybridModel:
-    """The same widths with every Mamba-2 mixer replaced by the model's attention (a layer
-    that ran both runs attention alone); MLPs and experts unchanged."""
+    """The same widths with every recurrent mixer (Mamba-2, short convolution) replaced by
+    the model's attention (a layer that ran both runs attention alone); MLPs and experts
+    unchanged."""
     m = _hybrid(model, "all_attention")
     groups: list[LayerGroup] = []
     for g in m.groups:
-        new = replace(g, mixer="attention" if g.mixer in ("mamba2", "parallel") else g.mixer)
+        recurrent = g.mixer in ("mamba2", "parallel", "shortconv")
+        new = replace(g, mixer="attention" if recurrent else g.mixer)
         same = next((x for x in groups if x.prefix == new.prefix), None)
         if same is None:
             groups.append(new)
@@ -104,7 +108,7 @@ def chunk_crossover(model: HybridModel, *, ridge: object = RIDGE,
                     bytes_per_value: object | None = None) -> list[Crossover]:
     """Chunk sizes Q at which the fused chunked scan of ``model``'s Mamba-2 layers reaches
     intensity ``ridge`` (one sequence long enough that its traffic per token is fixed)."""
-    m = _hybrid(model, "chunk_crossover")
+    m = _hybrid(model, "chunk_crossover", ssm=True)
     s = m.ssm
     assert s is not None
     seq = dim("S_scan")
@@ -158,4 +162,4 @@ def hybrid_crossovers(model: HybridModel, hardware: HardwareSpec | str | None = 
     return HybridCrossovers(
         m.name, at(decode_bytes(m, batch=batch)), at(state_vs_kv(m)),
         lim.subs(values), att.subs(values),
-        at(chunk_crossover(m, ridge=ridge)))
+        at(chunk_crossover(m, ridge=ridge)) if m.ssm is not None else ())

@@ -14,7 +14,12 @@ Families (``model_type``, transformers 5.24) and where each reads its layer patt
 - ``nemotron_h``: ``layers_block_type`` / ``layer_types`` or the legacy
   ``hybrid_override_pattern`` (``M`` Mamba-2, ``*`` attention, ``-`` MLP, ``E`` experts),
   each layer one block: a norm, the mixer or MLP, a residual; the MLP and the experts
-  are not gated (ReLU^2, counted as a ReLU under ``ops="all"``).
+  are not gated (ReLU^2, counted as a ReLU under ``ops="all"``);
+- ``lfm2``: ``layer_types`` (``conv`` or ``full_attention``; else ``full_attn_idxs``):
+  a gated short-convolution block (:class:`ShortConv`, ``conv_L_cache`` taps) or attention
+  with per-head query/key norms, then a gated MLP whose width transformers adjusts
+  (``block_auto_adjust_ff_dim``: 2/3 of ``intermediate_size``, times
+  ``block_ffn_dim_multiplier``, rounded up to ``block_multiple_of``).
 
 The Mamba-2 widths come from each family's own fields (``mamba_n_heads``,
 ``mamba_d_head``, ``mamba_d_state``, ... or Mamba2's ``num_heads``, ``head_dim``,
@@ -37,12 +42,12 @@ from collections.abc import Mapping
 
 from symroof.errors import SymroofError
 from symroof.models.hf_fields import Fields
-from symroof.models.hybrid import HybridModel, Mamba2, hybrid, pattern_groups
+from symroof.models.hybrid import HybridModel, Mamba2, ShortConv, hybrid, pattern_groups
 from symroof.precision import bytes_per_value
 
 __all__ = ["HYBRID_FAMILIES", "REFUSED", "from_hybrid_fields"]
 
-HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h")
+HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2")
 
 #: Families with a state-space or linear-attention mixer symroof does not model, and why.
 REFUSED = {
@@ -56,8 +61,8 @@ REFUSED = {
               "layer, with per-layer LoRA adapters and the embeddings concatenated to its "
               "input) are not modelled",
     "qwen3_next": "gated DeltaNet layers (a delta-rule recurrent state) are not modelled",
-    "lfm2": "LFM2's gated short-convolution blocks are not modelled",
-    "lfm2_moe": "LFM2's gated short-convolution blocks are not modelled",
+    "lfm2_moe": "LFM2-MoE's experts (with their own routing and dense layers) are not "
+                "modelled with short-convolution blocks; dense LFM2 is",
     "kimi_linear": "Kimi Delta Attention layers are not modelled",
     "olmo_hybrid": "its gated DeltaNet layers are not modelled",
     "minimax": "lightning (linear) attention layers are not modelled",
@@ -189,6 +194,8 @@ def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
         raise SymroofError(f"{where}: model_type {kind!r} is not modelled: {REFUSED[kind]}")
     f = Fields(cfg, where)
     _refuse(f, kind)
+    if kind == "lfm2":
+        return _lfm2(f, label)
     d = f.dim("hidden_size")
     given = f.cfg.get("num_hidden_layers")
     layers = None if kind == "nemotron_h" and given is None else f.layers("num_hidden_layers")
@@ -245,3 +252,42 @@ def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
     out = model.replace(o_bias=attn["qkv_bias"], mlp_bias=f.flag("mlp_bias", False))
     assert isinstance(out, HybridModel)  # replace keeps the class
     return out
+
+
+def _lfm2_ffn(f: Fields) -> int:
+    """LFM2's MLP width as transformers 5.24 derives it from ``intermediate_size``."""
+    width = f.dim("intermediate_size", 12288)
+    if not f.flag("block_auto_adjust_ff_dim", True):
+        return width
+    width = int(2 * width / 3)
+    mult = f.cfg.get("block_ffn_dim_multiplier", 1.0)
+    if mult is not None:
+        if isinstance(mult, bool) or not isinstance(mult, (int, float)) or mult <= 0:
+            raise SymroofError(f"{f.where}: field 'block_ffn_dim_multiplier' must be a "
+                               f"positive number, got {mult!r}")
+        step = f.dim("block_multiple_of", 256)
+        width = step * ((int(mult * width) + step - 1) // step)
+    return width
+
+
+def _lfm2(f: Fields, label: str) -> HybridModel:
+    layers = f.layers("num_hidden_layers")
+    types = f.cfg.get("layer_types")
+    if types is None:
+        idx = f.indices("full_attn_idxs", layers) if "full_attn_idxs" in f.cfg \
+            else set(range(layers))
+        types = ["full_attention" if i in idx else "conv" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or any(
+            t not in ("conv", "full_attention") for t in types):
+        raise SymroofError(f"{f.where}: field 'layer_types' must list {layers} entries of conv "
+                           f"or full_attention, got {types!r}"[:300])
+    d, heads = f.dim("hidden_size"), f.dim("num_attention_heads")
+    kinds = [("attention" if t == "full_attention" else "shortconv", "dense") for t in types]
+    conv = ShortConv(conv_kernel=f.dim("conv_L_cache", 3), conv_bias=f.flag("conv_bias", False))
+    return hybrid(name=label, layers=layers, d_model=d, heads=heads,
+                  kv_heads=f.dim("num_key_value_heads", heads), head_dim=f.dim("head_dim", d // heads),
+                  d_ff=_lfm2_ffn(f), vocab=f.dim("vocab_size"), mlp="gated", norm="rmsnorm",
+                  positions="rotary", qk_norm="head",
+                  tied_embeddings=f.flag("tie_word_embeddings", True), short_conv=conv,
+                  groups=pattern_groups(kinds, moe_model=False,
+                                        what=f"{f.where} layer pattern"))

@@ -30,7 +30,7 @@ from symroof.workloads.builder import MIXERS, LayerGroup
 from symroof.workloads.layers import forward_graph, kv_cache_tensors
 from symroof.workloads.recurrent import STATE_NAMES, ScanChoices
 
-__all__ = ["Mamba2", "HybridModel", "hybrid", "mamba2", "pattern_groups", "MLP_KINDS"]
+__all__ = ["Mamba2", "ShortConv", "HybridModel", "hybrid", "mamba2", "pattern_groups", "MLP_KINDS"]
 
 #: What follows a layer's mixer: a dense MLP, routed experts, or nothing.
 MLP_KINDS = ("dense", "moe", "none")
@@ -92,12 +92,38 @@ class Mamba2:
 
 
 @dataclass(frozen=True)
+class ShortConv:
+    """An LFM2 short-convolution block's depthwise causal conv: ``conv_kernel`` K taps
+    over the d_model channels (its conv state keeps K inputs per channel), biases on the
+    projections and the conv with ``conv_bias``; ``choices`` carries the conv conventions
+    (``conv_outputs``, ``state_write``)."""
+
+    conv_kernel: sp.Expr = sp.Integer(3)
+    conv_bias: bool = False
+    conv_state_bytes: sp.Expr | None = None
+    choices: ScanChoices = ScanChoices()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "conv_kernel", as_dim(self.conv_kernel, "short_conv L_cache"))
+        if self.conv_kernel.is_number and self.conv_kernel < 2:
+            raise SymroofError(f"short_conv L_cache {self.conv_kernel}: expected at least 2 "
+                               "taps")
+        if not isinstance(self.conv_bias, bool):
+            raise SymroofError(f"short_conv conv_bias: expected true or false, got "
+                               f"{self.conv_bias!r}")
+        if not isinstance(self.choices, ScanChoices):
+            raise SymroofError(f"short_conv choices: expected a ScanChoices, got "
+                               f"{type(self.choices).__name__}")
+
+
+@dataclass(frozen=True)
 class HybridModel(TransformerModel):
     """A transformer description with a layer pattern (``groups``, which must cover every
     layer) and the Mamba-2 widths (``ssm``) its mamba layers use."""
 
     ssm: Mamba2 | None = None
     groups: tuple[LayerGroup, ...] = ()
+    short_conv: ShortConv | None = None
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -131,6 +157,8 @@ class HybridModel(TransformerModel):
                                f"{', '.join(MIXERS)}")
         if grp.mixer in ("mamba2", "parallel") and self.ssm is None:
             raise SymroofError(f"{where} ssm: {grp.mixer} layers need the Mamba-2 widths")
+        if grp.mixer == "shortconv" and not isinstance(self.short_conv, ShortConv):
+            raise SymroofError(f"{where} short_conv: shortconv layers need a ShortConv")
         if grp.mixer == "none" and not grp.ffn:
             raise SymroofError(f"{where} layer pattern: a layer with neither mixer nor MLP")
         if grp.moe and self.experts == 1:
@@ -187,8 +215,9 @@ class HybridModel(TransformerModel):
 
     @property
     def ssm_layers(self) -> sp.Expr:
-        """Layers with a Mamba-2 mixer."""
-        return sp.Add(*(g.count for g in self.groups if g.mixer in ("mamba2", "parallel")))
+        """Layers with a recurrent mixer (Mamba-2 or a short convolution)."""
+        return sp.Add(*(g.count for g in self.groups
+                        if g.mixer in ("mamba2", "parallel", "shortconv")))
 
     def with_scan(self, choices: ScanChoices | None = None, **changes: object) -> HybridModel:
         """The same model under other scan conventions: ``choices`` whole, or
@@ -199,9 +228,11 @@ class HybridModel(TransformerModel):
         >>> m.with_scan(scan="sequential").ssm.choices.scan
         <Scan.SEQUENTIAL: 'sequential'>
         """
-        if self.ssm is None:
-            raise SymroofError(f"model {self.name!r}: no Mamba-2 layers to set scan choices on")
-        base = self.ssm.choices if choices is None else choices
+        parts = [p for p in (self.ssm, self.short_conv) if p is not None]
+        if not parts:
+            raise SymroofError(f"model {self.name!r}: no recurrent layers to set scan "
+                               "choices on")
+        base = parts[0].choices if choices is None else choices
         if not isinstance(base, ScanChoices):
             raise SymroofError(f"ssm choices: expected a ScanChoices, got {type(base).__name__}")
         try:
@@ -210,7 +241,9 @@ class HybridModel(TransformerModel):
             raise SymroofError(f"ssm choices: unknown field(s) {', '.join(sorted(changes))}; "
                                "expected scan, chunk, causal, cb, passing, conv_outputs, "
                                "fused, state_write") from None
-        return replace(self, ssm=replace(self.ssm, choices=new))
+        return replace(self, ssm=None if self.ssm is None else replace(self.ssm, choices=new),
+                       short_conv=None if self.short_conv is None else replace(
+                           self.short_conv, choices=new))
 
 
 def pattern_groups(kinds: Sequence[tuple[str, str]], *, moe_model: bool,
@@ -237,7 +270,7 @@ def pattern_groups(kinds: Sequence[tuple[str, str]], *, moe_model: bool,
 
 
 def hybrid(*, groups: Sequence[LayerGroup], ssm: Mamba2 | None = None,
-           **transformer_fields: object) -> HybridModel:
+           short_conv: ShortConv | None = None, **transformer_fields: object) -> HybridModel:
     """A hybrid description: :func:`symroof.models.transformer`'s fields (the attention
     and MLP layers' widths) plus the layer ``groups`` and the Mamba-2 widths ``ssm``.
 
@@ -251,7 +284,7 @@ def hybrid(*, groups: Sequence[LayerGroup], ssm: Mamba2 | None = None,
     """
     base = transformer(**transformer_fields)  # type: ignore[arg-type]
     return HybridModel(**{f: getattr(base, f) for f in base.__dataclass_fields__},
-                       ssm=ssm, groups=tuple(groups))
+                       ssm=ssm, groups=tuple(groups), short_conv=short_conv)
 
 
 def mamba2(*, layers: object, d_model: object, heads: object, head_dim: object, state: object,

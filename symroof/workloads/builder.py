@@ -52,9 +52,10 @@ class LatentShape(Protocol):
 
 #: Token mixers a layer group may run, with the prefix of their ops and weights (hybrid
 #: models, :mod:`symroof.workloads.recurrent`): attention; a Mamba-2 (SSD) mixer; both
-#: side by side on the same normed input, their outputs summed (Falcon-H1); none (a layer
-#: that is only an MLP, as Nemotron-H's).
-MIXERS = {"attention": "", "mamba2": "mamba.", "parallel": "parallel.", "none": "mlp_only."}
+#: side by side on the same normed input, their outputs summed (Falcon-H1); an LFM2
+#: short-convolution block; none (a layer that is only an MLP, as Nemotron-H's).
+MIXERS = {"attention": "", "mamba2": "mamba.", "parallel": "parallel.", "shortconv": "conv.",
+          "none": "mlp_only."}
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,8 @@ from symroof.workloads.attention import (ElementwiseFlops, causal_fraction, fuse
                                          op_groups)
 from symroof.workloads.builder import Builder
 
-__all__ = ["Scan", "CbPer", "Passing", "ConvOutputs", "ScanChoices", "SsmShape", "mamba2_mixer",
+__all__ = ["Scan", "CbPer", "Passing", "ConvOutputs", "ScanChoices", "SsmShape", "ConvShape",
+           "mamba2_mixer", "short_conv_mixer",
            "ssd_flops_per_token", "ssd_tile_bytes", "chunk_count", "STATE_NAMES", "ssm_pins",
            "ssm_splits", "ssd"]
 
@@ -128,6 +129,21 @@ class ScanChoices:
 
 
 @runtime_checkable
+class ConvShape(Protocol):
+    """A short causal convolution's taps, bias, state bytes and conventions (the part of a
+    Mamba-2 mixer, or an LFM2 conv block: ``symroof.models.ShortConv``)."""
+
+    @property
+    def conv_kernel(self) -> sp.Expr: ...  # K: taps of the depthwise causal conv
+    @property
+    def conv_bias(self) -> bool: ...
+    @property
+    def conv_state_bytes(self) -> sp.Expr | None: ...  # per conv state value (None: kv_bytes)
+    @property
+    def choices(self) -> ScanChoices: ...
+
+
+@runtime_checkable
 class SsmShape(Protocol):
     """A Mamba-2 mixer's widths, as the builder reads them (``symroof.models.Mamba2``)."""
 
@@ -191,8 +207,8 @@ def _shape(b: Builder) -> SsmShape:
     return s
 
 
-def _state_bytes(b: Builder, s: SsmShape, conv: bool = False) -> sp.Expr:
-    value = s.conv_state_bytes if conv else s.state_bytes
+def _state_bytes(b: Builder, value: sp.Expr | None) -> sp.Expr:
+    """Bytes per state value: ``value``, else the model's KV bytes."""
     return b.m.kv_bytes if value is None else value
 
 
@@ -233,8 +249,8 @@ def mamba2_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     return b.linear(y, "W_out", inner, m.d_model, "out_proj", s.proj_bias)
 
 
-def _conv(b: Builder, s: SsmShape, u: Tensor, part: str, width: sp.Expr, batch: sp.Expr,
-          seq: sp.Expr, decode: bool) -> Tensor:
+def _conv(b: Builder, s: ConvShape, u: Tensor, part: str, width: sp.Expr, batch: sp.Expr,
+          seq: sp.Expr, decode: bool, silu: bool = True) -> Tensor:
     """The depthwise causal conv1d over ``width`` channels as a GEMM over K-tap windows
     (the windows stay on chip), its bias and SiLU. Decode reads the conv state (the K
     newest inputs, the current one included, as the reference kernels and transformers
@@ -245,7 +261,7 @@ def _conv(b: Builder, s: SsmShape, u: Tensor, part: str, width: sp.Expr, batch: 
     kernel: list[str] = []
     padded = c.conv_outputs is ConvOutputs.PADDED
     if decode:
-        sb = _state_bytes(b, s, conv=True)
+        sb = _state_bytes(b, s.conv_state_bytes)
         state = g.kv_cache(b.n(f"conv_state_{part}"), (batch, width, k), bytes_per_value=sb)
         rows = batch * (2 if padded else 1)
         win = g.move(state, u, name=b.n(f"conv_window_{part}"), shape=(width, rows, k))
@@ -263,7 +279,7 @@ def _conv(b: Builder, s: SsmShape, u: Tensor, part: str, width: sp.Expr, batch: 
     kernel.append(out.name)
     params = (b.weight(f"conv_{part}.bias", (width, 1, 1)),) if s.conv_bias else ()
     act = g.elementwise(out, *params, name=b.n(f"conv_{part}_act"),
-                        flops_per_element=b.fl.silu + (1 if s.conv_bias else 0))
+                        flops_per_element=(b.fl.silu if silu else 0) + (1 if s.conv_bias else 0))
     kernel.append(act.name)
     rows_kept = batch * (1 if decode else seq)
     if sp.expand(rows - rows_kept) == 0:
@@ -282,6 +298,27 @@ def _kernel(g: Graph, tensors: list[Tensor]) -> frozenset[str]:
     output view shows (a view has no traffic of its own)."""
     return frozenset(op.name for op in (g.producer(t) for t in tensors)
                      if op is not None and not isinstance(op, View))
+
+
+def short_conv_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
+                     decode: bool) -> Tensor:
+    """An LFM2 short-convolution block on the normed input ``h``: the in-projection
+    D -> 3D (B, C, x; counted as three blocks), the gate B x, a depthwise causal conv of K
+    taps over the D channels (a GEMM over its windows, as in Mamba-2; decode reads and
+    writes a K-wide conv state), the gate C y, the out-projection D -> D."""
+    s = getattr(b.m, "short_conv", None)
+    if not isinstance(s, ConvShape):
+        raise SymroofError(f"model {b.m.name!r} short_conv: a shortconv layer group needs "
+                           "the model's short convolution (symroof.models.ShortConv)")
+    g, m = b.g, b.m
+    d = m.d_model
+    bg = b.linear(h, "W_B", d, d, "B_proj", s.conv_bias)
+    cg = b.linear(h, "W_C", d, d, "C_proj", s.conv_bias)
+    x = b.linear(h, "W_x", d, d, "x_proj", s.conv_bias)
+    bx = g.elementwise(bg, x, name=b.n("B_gate"), flops_per_element=1)
+    y = _conv(b, s, bx, "x", d, batch, seq, decode, silu=False)
+    y = g.elementwise(cg, y, name=b.n("C_gate"), flops_per_element=1)
+    return b.linear(y, "W_out", d, d, "out_proj", s.conv_bias)
 
 
 def _chunked(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor,
@@ -388,7 +425,7 @@ def _step(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor
     g, c = b.g, s.choices
     hd, p, n, grp = s.heads, s.head_dim, s.state, s.groups
     per = hd / grp
-    sb = _state_bytes(b, s)
+    sb = _state_bytes(b, s.state_bytes)
     shape = (batch, grp, per, p, n)
     old = g.kv_cache(b.n("ssm_state"), shape, bytes_per_value=sb)
     ops = [g.view(x, (batch, grp, per, p, 1), name=b.n("step_x")),
@@ -445,7 +482,7 @@ def ssm_pins(graph: object, tp: sp.Expr) -> tuple[tuple[str, tuple[tuple[int, sp
     pins = []
     for t in graph.tensors:  # type: ignore[attr-defined]
         prefix, _, local = t.name.partition(".")
-        if prefix not in ("mamba", "parallel"):
+        if prefix not in ("mamba", "parallel", "conv"):
             continue
         local = local.removeprefix("mlp.").removeprefix("no_mlp.")
         for part in ("local.", "dense."):

@@ -83,7 +83,22 @@ def test_nemotron_h_pattern_string_and_list_agree():
     assert old.state_bytes_per_sequence == 3 * (8 * 16 * 16 * 4 + 4 * 192 * b)
 
 
-@pytest.mark.parametrize("kind", ["jamba", "zamba2", "qwen3_next", "lfm2", "kimi_linear",
+def test_lfm2_conv_and_attention_layers_and_its_ffn_width():
+    m = from_hf_dict({"model_type": "lfm2", **ATTN, "num_hidden_layers": 4,
+                      "layer_types": ["conv", "conv", "full_attention", "conv"],
+                      "intermediate_size": 300, "block_multiple_of": 32,
+                      "block_ffn_dim_multiplier": 1.5})
+    assert _kinds(m) == {("shortconv", True, False): 3, ("attention", True, False): 1}
+    assert m.d_ff == 320  # int(1.5 x int(2 x 300 / 3)) = 300, rounded up to 32s
+    assert (m.short_conv.conv_kernel, m.qk_norm, m.tied_embeddings) == (3, "head", True)
+    # 3 conv layers x 3 taps x 64 channels
+    assert m.state_bytes_per_sequence == 3 * 3 * 64 * b
+    by_idx = from_hf_dict({"model_type": "lfm2", **ATTN, "num_hidden_layers": 4,
+                           "full_attn_idxs": [2]})
+    assert _kinds(by_idx) == _kinds(m)
+
+
+@pytest.mark.parametrize("kind", ["jamba", "zamba2", "qwen3_next", "lfm2_moe", "kimi_linear",
                                   "olmo_hybrid", "mamba", "minimax"])
 def test_unmodelled_families_are_refused_by_name(kind):
     with pytest.raises(SymroofError, match=f"model_type '{kind}' is not modelled: "):

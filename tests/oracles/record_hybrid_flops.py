@@ -60,6 +60,8 @@ def specs() -> list[tuple[str, str, dict]]:
               layers_block_type=["linear_attention", "full_attention", "mlp", "moe"],
               n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
               moe_shared_expert_intermediate_size=48)),
+        ("lfm2", "Lfm2Config", dict(_ATTN, num_hidden_layers=3, block_multiple_of=16,
+                                    layer_types=["conv", "full_attention", "conv"])),
     ]
 
 
