@@ -19,7 +19,10 @@ Families (``model_type``, transformers 5.24) and where each reads its layer patt
   a gated short-convolution block (:class:`ShortConv`, ``conv_L_cache`` taps) or attention
   with per-head query/key norms, then a gated MLP whose width transformers adjusts
   (``block_auto_adjust_ff_dim``: 2/3 of ``intermediate_size``, times
-  ``block_ffn_dim_multiplier``, rounded up to ``block_multiple_of``).
+  ``block_ffn_dim_multiplier``, rounded up to ``block_multiple_of``);
+- ``jamba``: attention where ``layer % attn_layer_period == attn_layer_offset``, Mamba-1
+  (:class:`Mamba1`) elsewhere; experts where ``layer % expert_layer_period ==
+  expert_layer_offset``, a gated MLP elsewhere; no position embedding.
 
 The Mamba-2 widths come from each family's own fields (``mamba_n_heads``,
 ``mamba_d_head``, ``mamba_d_state``, ... or Mamba2's ``num_heads``, ``head_dim``,
@@ -39,22 +42,23 @@ fields. Families that use a mixer symroof does not model are refused by name
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from symroof.errors import SymroofError
 from symroof.models.hf_fields import Fields
-from symroof.models.hybrid import HybridModel, Mamba2, ShortConv, hybrid, pattern_groups
+from symroof.models.hybrid import (HybridModel, Mamba1, Mamba2, ShortConv, hybrid,
+                                   pattern_groups)
 from symroof.precision import bytes_per_value
 
 __all__ = ["HYBRID_FAMILIES", "REFUSED", "from_hybrid_fields"]
 
-HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2")
+HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2",
+                   "jamba")
 
 #: Families with a state-space or linear-attention mixer symroof does not model, and why.
 REFUSED = {
     "mamba": "Mamba-1 mixers (a selective scan with per-channel state, x_proj and dt_proj) "
              "are not modelled; only Mamba-2 (SSD) is",
-    "jamba": "its Mamba layers are Mamba-1 (a selective scan with x_proj and dt_proj), "
-             "which is not modelled; only Mamba-2 (SSD) is",
     "falcon_mamba": "Mamba-1 mixers are not modelled; only Mamba-2 (SSD) is",
     "zamba": "Mamba-1 mixers and shared attention blocks are not modelled",
     "zamba2": "its shared transformer blocks (one block's weights reused at every hybrid "
@@ -196,6 +200,8 @@ def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
     _refuse(f, kind)
     if kind == "lfm2":
         return _lfm2(f, label)
+    if kind == "jamba":
+        return _jamba(f, label)
     d = f.dim("hidden_size")
     given = f.cfg.get("num_hidden_layers")
     layers = None if kind == "nemotron_h" and given is None else f.layers("num_hidden_layers")
@@ -291,3 +297,37 @@ def _lfm2(f: Fields, label: str) -> HybridModel:
                   tied_embeddings=f.flag("tie_word_embeddings", True), short_conv=conv,
                   groups=pattern_groups(kinds, moe_model=False,
                                         what=f"{f.where} layer pattern"))
+
+
+def _jamba(f: Fields, label: str) -> HybridModel:
+    layers = f.layers("num_hidden_layers")
+    d, heads = f.dim("hidden_size"), f.dim("num_attention_heads")
+    ap, ao = f.dim("attn_layer_period", 8), f.count("attn_layer_offset", 4)
+    ep, eo = f.dim("expert_layer_period", 2), f.count("expert_layer_offset", 1)
+    for key, period, offset in (("attn_layer_offset", ap, ao), ("expert_layer_offset", ep, eo)):
+        if offset >= period:
+            raise SymroofError(f"{f.where}: field {key!r} {offset} must be below its period "
+                               f"{period}")
+    experts = f.dim("num_experts", 16)
+    moe = experts > 1
+    kinds = [("attention" if i % ap == ao else "mamba1",
+              "moe" if moe and i % ep == eo else "dense") for i in range(layers)]
+    rank = f.cfg.get("mamba_dt_rank", 256)
+    if rank == "auto":
+        rank = -(-d // 16)  # transformers: math.ceil(hidden_size / 16)
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank <= 0:
+        raise SymroofError(f"{f.where}: field 'mamba_dt_rank' must be a positive integer or "
+                           f"'auto', got {rank!r}")
+    expand = f.dim("mamba_expand", 2)
+    mixer = Mamba1(inner=expand * d, state=f.dim("mamba_d_state", 16), dt_rank=rank,
+                   conv_kernel=f.dim("mamba_d_conv", 4), conv_bias=f.flag("mamba_conv_bias", True),
+                   proj_bias=f.flag("mamba_proj_bias", False))
+    extra: dict[str, Any] = {}
+    if moe and any(k[1] == "moe" for k in kinds):
+        extra = dict(experts=experts, experts_per_token=f.dim("num_experts_per_tok", 2))
+    return hybrid(name=label, layers=layers, d_model=d, heads=heads,
+                  kv_heads=f.dim("num_key_value_heads", heads), d_ff=f.dim("intermediate_size"),
+                  vocab=f.dim("vocab_size"), mlp="gated", norm="rmsnorm", positions=None,
+                  tied_embeddings=f.flag("tie_word_embeddings", False), mamba1=mixer,
+                  groups=pattern_groups(kinds, moe_model=bool(extra),
+                                        what=f"{f.where} layer pattern"), **extra)

@@ -28,9 +28,9 @@ from symroof.models.config import TransformerModel, transformer
 from symroof.symbols import b as _b
 from symroof.workloads.builder import MIXERS, LayerGroup
 from symroof.workloads.layers import forward_graph, kv_cache_tensors
-from symroof.workloads.recurrent import STATE_NAMES, ScanChoices
+from symroof.workloads.recurrent import STATE_NAMES, Scan, ScanChoices
 
-__all__ = ["Mamba2", "ShortConv", "HybridModel", "hybrid", "mamba2", "pattern_groups", "MLP_KINDS"]
+__all__ = ["Mamba2", "Mamba1", "ShortConv", "HybridModel", "hybrid", "mamba2", "pattern_groups", "MLP_KINDS"]
 
 #: What follows a layer's mixer: a dense MLP, routed experts, or nothing.
 MLP_KINDS = ("dense", "moe", "none")
@@ -92,6 +92,35 @@ class Mamba2:
 
 
 @dataclass(frozen=True)
+class Mamba1:
+    """A Mamba-1 (selective scan) mixer's widths, as Jamba's: ``inner`` I channels (each
+    with a state of ``state`` N), ``dt_rank`` R, a causal conv of ``conv_kernel`` taps,
+    RMSNorms on dt, B and C (``norms``), and the conv conventions in ``choices``."""
+
+    inner: sp.Expr
+    state: sp.Expr = sp.Integer(16)
+    dt_rank: sp.Expr = sp.Integer(256)
+    conv_kernel: sp.Expr = sp.Integer(4)
+    conv_bias: bool = True
+    proj_bias: bool = False
+    norms: bool = True
+    state_bytes: sp.Expr | None = None
+    conv_state_bytes: sp.Expr | None = None
+    choices: ScanChoices = ScanChoices(scan=Scan.SEQUENTIAL)
+
+    def __post_init__(self) -> None:
+        for f in ("inner", "state", "dt_rank", "conv_kernel"):
+            object.__setattr__(self, f, as_dim(getattr(self, f), f"mamba1 {f}"))
+        for f in ("conv_bias", "proj_bias", "norms"):
+            if not isinstance(getattr(self, f), bool):
+                raise SymroofError(f"mamba1 {f}: expected true or false, got "
+                                   f"{getattr(self, f)!r}")
+        if not isinstance(self.choices, ScanChoices):
+            raise SymroofError(f"mamba1 choices: expected a ScanChoices, got "
+                               f"{type(self.choices).__name__}")
+
+
+@dataclass(frozen=True)
 class ShortConv:
     """An LFM2 short-convolution block's depthwise causal conv: ``conv_kernel`` K taps
     over the d_model channels (its conv state keeps K inputs per channel), biases on the
@@ -124,6 +153,7 @@ class HybridModel(TransformerModel):
     ssm: Mamba2 | None = None
     groups: tuple[LayerGroup, ...] = ()
     short_conv: ShortConv | None = None
+    mamba1: Mamba1 | None = None
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -159,6 +189,8 @@ class HybridModel(TransformerModel):
             raise SymroofError(f"{where} ssm: {grp.mixer} layers need the Mamba-2 widths")
         if grp.mixer == "shortconv" and not isinstance(self.short_conv, ShortConv):
             raise SymroofError(f"{where} short_conv: shortconv layers need a ShortConv")
+        if grp.mixer == "mamba1" and not isinstance(self.mamba1, Mamba1):
+            raise SymroofError(f"{where} mamba1: mamba1 layers need the Mamba-1 widths")
         if grp.mixer == "none" and not grp.ffn:
             raise SymroofError(f"{where} layer pattern: a layer with neither mixer nor MLP")
         if grp.moe and self.experts == 1:
@@ -217,7 +249,7 @@ class HybridModel(TransformerModel):
     def ssm_layers(self) -> sp.Expr:
         """Layers with a recurrent mixer (Mamba-2 or a short convolution)."""
         return sp.Add(*(g.count for g in self.groups
-                        if g.mixer in ("mamba2", "parallel", "shortconv")))
+                        if g.mixer in ("mamba2", "parallel", "shortconv", "mamba1")))
 
     def with_scan(self, choices: ScanChoices | None = None, **changes: object) -> HybridModel:
         """The same model under other scan conventions: ``choices`` whole, or
@@ -228,7 +260,7 @@ class HybridModel(TransformerModel):
         >>> m.with_scan(scan="sequential").ssm.choices.scan
         <Scan.SEQUENTIAL: 'sequential'>
         """
-        parts = [p for p in (self.ssm, self.short_conv) if p is not None]
+        parts = [p for p in (self.ssm, self.short_conv, self.mamba1) if p is not None]
         if not parts:
             raise SymroofError(f"model {self.name!r}: no recurrent layers to set scan "
                                "choices on")
@@ -243,7 +275,9 @@ class HybridModel(TransformerModel):
                                "fused, state_write") from None
         return replace(self, ssm=None if self.ssm is None else replace(self.ssm, choices=new),
                        short_conv=None if self.short_conv is None else replace(
-                           self.short_conv, choices=new))
+                           self.short_conv, choices=new),
+                       mamba1=None if self.mamba1 is None else replace(
+                           self.mamba1, choices=replace(new, scan=Scan.SEQUENTIAL)))
 
 
 def pattern_groups(kinds: Sequence[tuple[str, str]], *, moe_model: bool,
@@ -270,7 +304,8 @@ def pattern_groups(kinds: Sequence[tuple[str, str]], *, moe_model: bool,
 
 
 def hybrid(*, groups: Sequence[LayerGroup], ssm: Mamba2 | None = None,
-           short_conv: ShortConv | None = None, **transformer_fields: object) -> HybridModel:
+           short_conv: ShortConv | None = None, mamba1: Mamba1 | None = None,
+           **transformer_fields: object) -> HybridModel:
     """A hybrid description: :func:`symroof.models.transformer`'s fields (the attention
     and MLP layers' widths) plus the layer ``groups`` and the Mamba-2 widths ``ssm``.
 
@@ -284,7 +319,7 @@ def hybrid(*, groups: Sequence[LayerGroup], ssm: Mamba2 | None = None,
     """
     base = transformer(**transformer_fields)  # type: ignore[arg-type]
     return HybridModel(**{f: getattr(base, f) for f in base.__dataclass_fields__},
-                       ssm=ssm, groups=tuple(groups), short_conv=short_conv)
+                       ssm=ssm, groups=tuple(groups), short_conv=short_conv, mamba1=mamba1)
 
 
 def mamba2(*, layers: object, d_model: object, heads: object, head_dim: object, state: object,

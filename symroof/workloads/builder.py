@@ -53,9 +53,9 @@ class LatentShape(Protocol):
 #: Token mixers a layer group may run, with the prefix of their ops and weights (hybrid
 #: models, :mod:`symroof.workloads.recurrent`): attention; a Mamba-2 (SSD) mixer; both
 #: side by side on the same normed input, their outputs summed (Falcon-H1); an LFM2
-#: short-convolution block; none (a layer that is only an MLP, as Nemotron-H's).
+#: short-convolution block; a Mamba-1 (selective scan) mixer (Jamba); none (a layer that is only an MLP, as Nemotron-H's).
 MIXERS = {"attention": "", "mamba2": "mamba.", "parallel": "parallel.", "shortconv": "conv.",
-          "none": "mlp_only."}
+          "mamba1": "mamba1.", "none": "mlp_only."}
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class LayerGroup:
         """``local.`` for windowed layers, ``dense.`` for a MoE model's dense layers (a
         hybrid's: ``mamba.`` (``mamba.mlp.`` with an MLP), ``parallel.``, ``mlp_only.``,
         ``no_mlp.`` before them)."""
-        if self.mixer == "mamba2":  # most mamba layers have no MLP: those with one say so
+        if self.mixer in ("mamba2", "mamba1"):  # most have no MLP: those with one say so
             ffn = "mlp." if self.ffn else ""
         else:
             ffn = "" if self.ffn else "no_mlp."

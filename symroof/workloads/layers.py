@@ -32,7 +32,7 @@ from symroof.workloads.builder import Builder, LayerGroup, LatentShape, Transfor
 from symroof.workloads.dropout import attention_core_with_dropout
 from symroof.workloads.experts import moe_mlp
 from symroof.workloads.latent import latent_attention
-from symroof.workloads.recurrent import mamba2_mixer, short_conv_mixer
+from symroof.workloads.recurrent import mamba1_mixer, mamba2_mixer, short_conv_mixer
 
 __all__ = ["TransformerShape", "LatentShape", "LayerGroup", "Choices", "forward_graph",
            "weight_tensors", "kv_cache_tensors"]
@@ -135,6 +135,8 @@ def _mixer(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Ex
         return _attention(b, h, grp, batch=batch, seq=seq, context=context, decode=decode, c=c)
     if grp.mixer == "shortconv":
         return short_conv_mixer(b, h, batch=batch, seq=seq, decode=decode)
+    if grp.mixer == "mamba1":
+        return mamba1_mixer(b, h, batch=batch, seq=seq, decode=decode)
     ssm = mamba2_mixer(b, h, batch=batch, seq=seq, decode=decode)
     if grp.mixer == "mamba2":
         return ssm

@@ -62,7 +62,7 @@ from symroof.workloads.attention import (ElementwiseFlops, causal_fraction, fuse
 from symroof.workloads.builder import Builder
 
 __all__ = ["Scan", "CbPer", "Passing", "ConvOutputs", "ScanChoices", "SsmShape", "ConvShape",
-           "mamba2_mixer", "short_conv_mixer",
+           "mamba2_mixer", "short_conv_mixer", "mamba1_mixer", "Mamba1Shape",
            "ssd_flops_per_token", "ssd_tile_bytes", "chunk_count", "STATE_NAMES", "ssm_pins",
            "ssm_splits", "ssd"]
 
@@ -321,6 +321,64 @@ def short_conv_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     return b.linear(y, "W_out", d, d, "out_proj", s.conv_bias)
 
 
+@runtime_checkable
+class Mamba1Shape(Protocol):
+    """A Mamba-1 mixer's widths (Jamba's; ``symroof.models.Mamba1``)."""
+
+    @property
+    def inner(self) -> sp.Expr: ...       # I: channels, each with its own state of N
+    @property
+    def state(self) -> sp.Expr: ...       # N
+    @property
+    def dt_rank(self) -> sp.Expr: ...     # R: the low-rank path of dt (x_proj, dt_proj)
+    @property
+    def conv_kernel(self) -> sp.Expr: ...
+    @property
+    def conv_bias(self) -> bool: ...
+    @property
+    def proj_bias(self) -> bool: ...
+    @property
+    def norms(self) -> bool: ...          # RMSNorms on dt, B and C (Jamba)
+    @property
+    def state_bytes(self) -> sp.Expr | None: ...
+    @property
+    def conv_state_bytes(self) -> sp.Expr | None: ...
+    @property
+    def choices(self) -> ScanChoices: ...
+
+
+def mamba1_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
+                 decode: bool) -> Tensor:
+    """A Mamba-1 mixer (selective scan, Jamba's): in-projection D -> 2I (x, z), the causal
+    conv over I channels and SiLU, x_proj I -> R + 2N (dt's low rank, B, C; Jamba norms
+    each), dt_proj R -> I with its bias, the recurrence over a state of N per channel
+    (the sequential scan: there is no chunked form), D skip, the gate silu(z), and the
+    out-projection I -> D."""
+    s = getattr(b.m, "mamba1", None)
+    if not isinstance(s, Mamba1Shape):
+        raise SymroofError(f"model {b.m.name!r} mamba1: a mamba1 layer group needs the "
+                           "model's Mamba-1 widths (symroof.models.Mamba1)")
+    g, m = b.g, b.m
+    i, n, r = s.inner, s.state, s.dt_rank
+    z = b.linear(h, "W_z", m.d_model, i, "z_proj", s.proj_bias)
+    x = b.linear(h, "W_x", m.d_model, i, "x_proj", s.proj_bias)
+    x = _conv(b, s, x, "x", i, batch, seq, decode)
+    dtr = b.linear(x, "W_dt_rank", i, r, "dt_rank_proj", False)
+    bm = b.linear(x, "W_B", i, n, "B_proj", False)
+    cm = b.linear(x, "W_C", i, n, "C_proj", False)
+    if s.norms:
+        dtr, bm, cm = b.rms(dtr, "dt_norm", r), b.rms(bm, "B_norm", n), b.rms(cm, "C_norm", n)
+    dt = b.linear(dtr, "W_dt", r, i, "dt_proj", True)
+    dt = g.elementwise(dt, name=b.n("dt_softplus"), flops_per_element=2)
+    a = b.weight("A_log", (i, 1, n))  # a decay per channel and state
+    w = _Widths(i, sp.Integer(1), n, sp.Integer(1), s.conv_kernel, sp.Integer(1), s.choices,
+                state_bytes=s.state_bytes)
+    y = _step(b, w, x, bm, cm, dt, batch, a) if decode else \
+        _sequential(b, w, x, bm, cm, dt, batch, seq, a)
+    y = g.elementwise(y, z, name=b.n("ssm_gate"), flops_per_element=b.fl.silu + b.fl.gate)
+    return b.linear(y, "W_out", i, m.d_model, "out_proj", s.proj_bias)
+
+
 def _chunked(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor,
              batch: sp.Expr, seq: sp.Expr) -> Tensor:
     """The SSD over chunks of Q positions (see the module docstring)."""
@@ -393,7 +451,7 @@ def _chunked(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Ten
 
 
 def _sequential(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor,
-                batch: sp.Expr, seq: sp.Expr) -> Tensor:
+                batch: sp.Expr, seq: sp.Expr, a: Tensor | None = None) -> Tensor:
     """The recurrence token by token: the state of every position is computed (on chip
     when fused) and contracted with that position's C."""
     g, c = b.g, s.choices
@@ -405,7 +463,8 @@ def _sequential(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: 
            g.view(cm, (*lead, 1, n, 1), name=b.n("scan_C")),
            g.view(dt, (*lead, per, 1, 1), name=b.n("scan_dt"))]
     xv, bv, cv, dv = ops
-    state = g.elementwise(xv, bv, dv, name=b.n("scan_update"), shape=(*lead, per, p, n),
+    state = g.elementwise(xv, bv, dv, *(() if a is None else (a,)), name=b.n("scan_update"),
+                          shape=(*lead, per, p, n),
                           flops_per_element=3)  # exp(dt A) h + (dt x) B
     ch = g.move(cv, name=b.n("scan_C_heads"), shape=(*lead, per, n, 1))
     hc = g.gemm(state, ch, name=b.n("scan_out"))
@@ -420,7 +479,7 @@ def _sequential(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: 
 
 
 def _step(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor,
-          batch: sp.Expr) -> Tensor:
+          batch: sp.Expr, a: Tensor | None = None) -> Tensor:
     """One decode step: the state (batch, heads, P, N) is read, updated and written back."""
     g, c = b.g, s.choices
     hd, p, n, grp = s.heads, s.head_dim, s.state, s.groups
@@ -433,7 +492,8 @@ def _step(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor
            g.view(cm, (batch, grp, 1, n, 1), name=b.n("step_C")),
            g.view(dt, (batch, grp, per, 1, 1), name=b.n("step_dt"))]
     xv, bv, cv, dv = ops
-    new = g.elementwise(old, xv, bv, dv, name=b.n("step_update"), flops_per_element=3)
+    new = g.elementwise(old, xv, bv, dv, *(() if a is None else (a,)),
+                        name=b.n("step_update"), flops_per_element=3)
     ch = g.move(cv, name=b.n("step_C_heads"), shape=(batch, grp, per, n, 1))
     hc = g.gemm(new, ch, name=b.n("step_out"))
     y = g.elementwise(hc, xv, b.weight("D", (grp, per, 1, 1)), name=b.n("step_skip"),
@@ -499,6 +559,8 @@ def ssm_pins(graph: object, tp: sp.Expr) -> tuple[tuple[str, tuple[tuple[int, sp
 def ssm_splits(m: object, tp: int) -> bool:
     """Whether ``tp`` devices split a model's Mamba-2 heads and groups evenly (True for a
     model without them)."""
+    if tp > 1 and getattr(m, "mamba1", None) is not None:
+        return False  # Mamba-1 layers: tensor parallelism not modelled
     s = getattr(m, "ssm", None)
     if s is None:
         return True

@@ -98,7 +98,20 @@ def test_lfm2_conv_and_attention_layers_and_its_ffn_width():
     assert _kinds(by_idx) == _kinds(m)
 
 
-@pytest.mark.parametrize("kind", ["jamba", "zamba2", "qwen3_next", "lfm2_moe", "kimi_linear",
+def test_jamba_periods_and_offsets():
+    m = from_hf_dict({"model_type": "jamba", **ATTN, "num_hidden_layers": 16,
+                      "attn_layer_period": 8, "attn_layer_offset": 4, "expert_layer_period": 2,
+                      "expert_layer_offset": 1, "num_experts": 4, "mamba_d_state": 16,
+                      "mamba_dt_rank": "auto"})
+    # layers 4 and 12 attention; odd layers experts: attention 4 dense, 12 dense
+    assert _kinds(m) == {("mamba1", True, False): 6, ("mamba1", True, True): 8,
+                         ("attention", True, False): 2}
+    assert (m.mamba1.inner, m.mamba1.dt_rank, m.positions) == (128, 4, None)
+    # 14 Mamba-1 layers x (SSM state 128 x 16 + conv state 4 taps x 128)
+    assert m.state_bytes_per_sequence == 14 * (128 * 16 + 4 * 128) * b
+
+
+@pytest.mark.parametrize("kind", ["zamba2", "qwen3_next", "lfm2_moe", "kimi_linear",
                                   "olmo_hybrid", "mamba", "minimax"])
 def test_unmodelled_families_are_refused_by_name(kind):
     with pytest.raises(SymroofError, match=f"model_type '{kind}' is not modelled: "):
@@ -127,6 +140,8 @@ def test_unmodelled_families_are_refused_by_name(kind):
       "projectors_bias": True}, "'projectors_bias'"),
     ({"model_type": "bamba", **ATTN, **SSM, "num_hidden_layers": 2,
       "quantization_config": {"quant_method": "gptq"}}, "'quantization_config'"),
+    ({"model_type": "jamba", **ATTN, "num_hidden_layers": 4, "attn_layer_period": 2,
+      "attn_layer_offset": 2}, "'attn_layer_offset' 2 must be below its period 2"),
 ])
 def test_bad_configs_name_the_field(cfg, field):
     with pytest.raises(SymroofError, match=field):

@@ -62,6 +62,10 @@ def specs() -> list[tuple[str, str, dict]]:
               moe_shared_expert_intermediate_size=48)),
         ("lfm2", "Lfm2Config", dict(_ATTN, num_hidden_layers=3, block_multiple_of=16,
                                     layer_types=["conv", "full_attention", "conv"])),
+        ("jamba", "JambaConfig", dict(_ATTN, num_hidden_layers=4, attn_layer_period=2,
+                                      attn_layer_offset=1, expert_layer_period=2,
+                                      expert_layer_offset=0, num_experts=4,
+                                      num_experts_per_tok=2, mamba_d_state=8, mamba_dt_rank=8)),
     ]
 
 

@@ -1,7 +1,7 @@
 """Hybrid and state-space models against PyTorch: FlopCounterMode, parameters, cache bytes.
 
 (a) Recorded: every entry of ``tests/fixtures/hybrid_flops.json`` (tiny Mamba2, Bamba,
-    GraniteMoeHybrid, Falcon-H1, Nemotron-H and LFM2 models on transformers'
+    GraniteMoeHybrid, Falcon-H1, Nemotron-H, LFM2 and Jamba models on transformers'
     pure-PyTorch paths; see ``tests/oracles/README.md``) is reproduced exactly from its config.json
     alone: the parameter count, the FLOPs of a prefill and of a decode step, and the bytes
     of the cache object after the step (conv and SSM states, keys and values at 4 bytes).
@@ -44,7 +44,7 @@ from symroof.workloads.transformer import decode, prefill
 HERE = Path(__file__).resolve().parent
 DATA = json.loads((HERE.parent / "fixtures" / "hybrid_flops.json").read_text())
 ENTRIES = DATA["entries"]
-FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2")
+FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2", "jamba")
 
 
 def _model(config: dict):
@@ -59,7 +59,7 @@ def _flops(model, e: dict) -> int:
 
 def test_fixture_covers_every_family():
     assert sorted({e["model"] for e in ENTRIES}) == sorted(FAMILIES)
-    assert len(ENTRIES) == 24  # 6 families x (2 prefill + 2 decode shapes)
+    assert len(ENTRIES) == 28  # 7 families x (2 prefill + 2 decode shapes)
 
 
 @pytest.mark.parametrize("e", ENTRIES, ids=[e["id"] for e in ENTRIES])
