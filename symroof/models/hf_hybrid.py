@@ -20,6 +20,7 @@ Families (``model_type``, transformers 5.24) and where each reads its layer patt
   with per-head query/key norms, then a gated MLP whose width transformers adjusts
   (``block_auto_adjust_ff_dim``: 2/3 of ``intermediate_size``, times
   ``block_ffn_dim_multiplier``, rounded up to ``block_multiple_of``);
+- ``mamba``: every layer a Mamba-1 mixer (:class:`Mamba1`, no dt/B/C norms);
 - ``jamba``: attention where ``layer % attn_layer_period == attn_layer_offset``, Mamba-1
   (:class:`Mamba1`) elsewhere; experts where ``layer % expert_layer_period ==
   expert_layer_offset``, a gated MLP elsewhere; no position embedding.
@@ -53,13 +54,12 @@ from symroof.precision import bytes_per_value
 __all__ = ["HYBRID_FAMILIES", "REFUSED", "from_hybrid_fields"]
 
 HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2",
-                   "jamba")
+                   "jamba", "mamba")
 
 #: Families with a state-space or linear-attention mixer symroof does not model, and why.
 REFUSED = {
-    "mamba": "Mamba-1 mixers (a selective scan with per-channel state, x_proj and dt_proj) "
-             "are not modelled; only Mamba-2 (SSD) is",
-    "falcon_mamba": "Mamba-1 mixers are not modelled; only Mamba-2 (SSD) is",
+    "falcon_mamba": "its Mamba-1 mixers normalise dt, B and C without weights, which is not "
+                    "modelled (Mamba's and Jamba's Mamba-1 are)",
     "zamba": "Mamba-1 mixers and shared attention blocks are not modelled",
     "zamba2": "its shared transformer blocks (one block's weights reused at every hybrid "
               "layer, with per-layer LoRA adapters and the embeddings concatenated to its "
@@ -200,8 +200,8 @@ def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
     _refuse(f, kind)
     if kind == "lfm2":
         return _lfm2(f, label)
-    if kind == "jamba":
-        return _jamba(f, label)
+    if kind in ("jamba", "mamba"):
+        return _jamba(f, label) if kind == "jamba" else _mamba1(f, label)
     d = f.dim("hidden_size")
     given = f.cfg.get("num_hidden_layers")
     layers = None if kind == "nemotron_h" and given is None else f.layers("num_hidden_layers")
@@ -291,12 +291,36 @@ def _lfm2(f: Fields, label: str) -> HybridModel:
     kinds = [("attention" if t == "full_attention" else "shortconv", "dense") for t in types]
     conv = ShortConv(conv_kernel=f.dim("conv_L_cache", 3), conv_bias=f.flag("conv_bias", False))
     return hybrid(name=label, layers=layers, d_model=d, heads=heads,
-                  kv_heads=f.dim("num_key_value_heads", heads), head_dim=f.dim("head_dim", d // heads),
+                  kv_heads=f.dim("num_key_value_heads", heads),
+                  head_dim=f.dim("head_dim", d // heads),
                   d_ff=_lfm2_ffn(f), vocab=f.dim("vocab_size"), mlp="gated", norm="rmsnorm",
                   positions="rotary", qk_norm="head",
                   tied_embeddings=f.flag("tie_word_embeddings", True), short_conv=conv,
                   groups=pattern_groups(kinds, moe_model=False,
                                         what=f"{f.where} layer pattern"))
+
+
+def _dt_rank(f: Fields, key: str, d: int) -> int:
+    rank = f.cfg.get(key, "auto")
+    if rank == "auto":
+        rank = -(-d // 16)  # transformers: math.ceil(hidden_size / 16)
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank <= 0:
+        raise SymroofError(f"{f.where}: field {key!r} must be a positive integer or 'auto', "
+                           f"got {rank!r}")
+    return rank
+
+
+def _mamba1(f: Fields, label: str) -> HybridModel:
+    layers, d = f.layers("num_hidden_layers"), f.dim("hidden_size")
+    inner = f.dim("intermediate_size", f.dim("expand", 2) * d)
+    mixer = Mamba1(inner=inner, state=f.dim("state_size", 16),
+                   dt_rank=_dt_rank(f, "time_step_rank", d),
+                   conv_kernel=f.dim("conv_kernel", 4), conv_bias=f.flag("use_conv_bias", True),
+                   proj_bias=f.flag("use_bias", False), norms=False)
+    return hybrid(name=label, layers=layers, d_model=d, heads=1, head_dim=1, d_ff=d,
+                  vocab=f.dim("vocab_size"), norm="rmsnorm",
+                  tied_embeddings=f.flag("tie_word_embeddings", True), mamba1=mixer,
+                  groups=pattern_groups([("mamba1", "none")] * layers, moe_model=False))
 
 
 def _jamba(f: Fields, label: str) -> HybridModel:
@@ -312,12 +336,7 @@ def _jamba(f: Fields, label: str) -> HybridModel:
     moe = experts > 1
     kinds = [("attention" if i % ap == ao else "mamba1",
               "moe" if moe and i % ep == eo else "dense") for i in range(layers)]
-    rank = f.cfg.get("mamba_dt_rank", 256)
-    if rank == "auto":
-        rank = -(-d // 16)  # transformers: math.ceil(hidden_size / 16)
-    if isinstance(rank, bool) or not isinstance(rank, int) or rank <= 0:
-        raise SymroofError(f"{f.where}: field 'mamba_dt_rank' must be a positive integer or "
-                           f"'auto', got {rank!r}")
+    rank = _dt_rank(f, "mamba_dt_rank", d) if "mamba_dt_rank" in f.cfg else 256
     expand = f.dim("mamba_expand", 2)
     mixer = Mamba1(inner=expand * d, state=f.dim("mamba_d_state", 16), dt_rank=rank,
                    conv_kernel=f.dim("mamba_d_conv", 4), conv_bias=f.flag("mamba_conv_bias", True),

@@ -30,7 +30,8 @@ from symroof.workloads.builder import MIXERS, LayerGroup
 from symroof.workloads.layers import forward_graph, kv_cache_tensors
 from symroof.workloads.recurrent import STATE_NAMES, Scan, ScanChoices
 
-__all__ = ["Mamba2", "Mamba1", "ShortConv", "HybridModel", "hybrid", "mamba2", "pattern_groups", "MLP_KINDS"]
+__all__ = ["Mamba2", "Mamba1", "ShortConv", "HybridModel", "hybrid", "mamba2", "pattern_groups",
+           "MLP_KINDS"]
 
 #: What follows a layer's mixer: a dense MLP, routed experts, or nothing.
 MLP_KINDS = ("dense", "moe", "none")

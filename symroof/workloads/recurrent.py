@@ -30,14 +30,15 @@ B and C with state ``N``, a depthwise causal convolution of ``K`` taps and chunk
 
 What stays on chip (``fused=True``, default): the scan is one kernel that reads x, B, C
 and dt and writes y; its scores, decays and states never cross (``fused=False``: every
-intermediate is written and read, as eager PyTorch does). The short convolution is a GEMM
-over its K-tap windows (a gather of the windows, kept on chip, and K multiply-adds per
-output: a contraction, as PyTorch's FLOP counter counts ``conv1d``); ``conv_outputs="causal"`` (default) counts
-the S outputs kept, ``"padded"`` the S + K - 1 a padded ``conv1d`` computes before the
-slice (transformers; in decode, 2 outputs over the K-wide state and the new input). The
-conv state holds the K newest inputs per channel (the reference kernels' and
-transformers' layout), the SSM state H P N values per sequence. A chunk size that does not divide the sequence pads the last chunk
-(the reference implementations do); a chunk longer than the sequence is refused.
+intermediate is written and read, as eager PyTorch does). The short convolution is a
+GEMM over its K-tap windows (a gather of the windows, kept on chip, and K multiply-adds
+per output: a contraction, as PyTorch's FLOP counter counts ``conv1d``);
+``conv_outputs="causal"`` (default) counts the S outputs kept, ``"padded"`` the S + K -
+1 a padded ``conv1d`` computes before the slice (transformers; in decode, 2 outputs over
+the K-wide state and the new input). The conv state holds the K newest inputs per
+channel (the reference kernels' and transformers' layout), the SSM state H P N values
+per sequence. A chunk size that does not divide the sequence pads the last chunk (the
+reference implementations do); a chunk longer than the sequence is refused.
 
 >>> from symroof.symbols import dim
 >>> ssd_flops_per_token(dim("H"), dim("P"), dim("N"), dim("G"), dim("Q"))

@@ -112,7 +112,7 @@ def test_jamba_periods_and_offsets():
 
 
 @pytest.mark.parametrize("kind", ["zamba2", "qwen3_next", "lfm2_moe", "kimi_linear",
-                                  "olmo_hybrid", "mamba", "minimax"])
+                                  "olmo_hybrid", "falcon_mamba", "minimax"])
 def test_unmodelled_families_are_refused_by_name(kind):
     with pytest.raises(SymroofError, match=f"model_type '{kind}' is not modelled: "):
         from_hf_dict({"model_type": kind, **ATTN, "num_hidden_layers": 2})

@@ -66,6 +66,8 @@ def specs() -> list[tuple[str, str, dict]]:
                                       attn_layer_offset=1, expert_layer_period=2,
                                       expert_layer_offset=0, num_experts=4,
                                       num_experts_per_tok=2, mamba_d_state=8, mamba_dt_rank=8)),
+        ("mamba", "MambaConfig", dict(hidden_size=64, state_size=8, num_hidden_layers=2,
+                                      vocab_size=100, time_step_rank="auto")),
     ]
 
 

@@ -1,12 +1,13 @@
 """Hybrid and state-space models against PyTorch: FlopCounterMode, parameters, cache bytes.
 
 (a) Recorded: every entry of ``tests/fixtures/hybrid_flops.json`` (tiny Mamba2, Bamba,
-    GraniteMoeHybrid, Falcon-H1, Nemotron-H, LFM2 and Jamba models on transformers'
-    pure-PyTorch paths; see ``tests/oracles/README.md``) is reproduced exactly from its config.json
-    alone: the parameter count, the FLOPs of a prefill and of a decode step, and the bytes
-    of the cache object after the step (conv and SSM states, keys and values at 4 bytes).
-    The counter's conventions are ``ScanChoices.torch()`` plus eager attention's
-    ``causal="none"``. Why each differs from symroof's default (the reference kernels'):
+    GraniteMoeHybrid, Falcon-H1, Nemotron-H, LFM2, Jamba and Mamba models on
+    transformers' pure-PyTorch paths; see ``tests/oracles/README.md``) is reproduced
+    exactly from its config.json alone: the parameter count, the FLOPs of a prefill and
+    of a decode step, and the bytes of the cache object after the step (conv and SSM
+    states, keys and values at 4 bytes). The counter's conventions are
+    ``ScanChoices.torch()`` plus eager attention's ``causal="none"``. Why each differs
+    from symroof's default (the reference kernels'):
 
     - transformers repeats B and C per head and computes the scores ``C B^T`` per head
       (``cb="head"``); the kernels compute them once per group;
@@ -44,7 +45,8 @@ from symroof.workloads.transformer import decode, prefill
 HERE = Path(__file__).resolve().parent
 DATA = json.loads((HERE.parent / "fixtures" / "hybrid_flops.json").read_text())
 ENTRIES = DATA["entries"]
-FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2", "jamba")
+FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2", "jamba",
+            "mamba")
 
 
 def _model(config: dict):
@@ -59,7 +61,7 @@ def _flops(model, e: dict) -> int:
 
 def test_fixture_covers_every_family():
     assert sorted({e["model"] for e in ENTRIES}) == sorted(FAMILIES)
-    assert len(ENTRIES) == 28  # 7 families x (2 prefill + 2 decode shapes)
+    assert len(ENTRIES) == 32  # 8 families x (2 prefill + 2 decode shapes)
 
 
 @pytest.mark.parametrize("e", ENTRIES, ids=[e["id"] for e in ENTRIES])
