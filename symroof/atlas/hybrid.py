@@ -69,7 +69,7 @@ def all_attention(model: HybridModel) -> HybridModel:
     m = _hybrid(model, "all_attention")
     groups: list[LayerGroup] = []
     for g in m.groups:
-        recurrent = g.mixer in ("mamba2", "parallel", "shortconv", "mamba1")
+        recurrent = g.mixer in ("mamba2", "parallel", "shortconv", "mamba1", "deltanet")
         new = replace(g, mixer="attention" if recurrent else g.mixer)
         same = next((x for x in groups if x.prefix == new.prefix), None)
         if same is None:

@@ -30,8 +30,8 @@ from symroof.workloads.builder import MIXERS, LayerGroup
 from symroof.workloads.layers import forward_graph, kv_cache_tensors
 from symroof.workloads.recurrent import STATE_NAMES, Scan, ScanChoices
 
-__all__ = ["Mamba2", "Mamba1", "ShortConv", "HybridModel", "hybrid", "mamba2", "pattern_groups",
-           "MLP_KINDS"]
+__all__ = ["Mamba2", "Mamba1", "GatedDeltaNet", "ShortConv", "HybridModel", "hybrid", "mamba2",
+           "pattern_groups", "MLP_KINDS"]
 
 #: What follows a layer's mixer: a dense MLP, routed experts, or nothing.
 MLP_KINDS = ("dense", "moe", "none")
@@ -122,6 +122,36 @@ class Mamba1:
 
 
 @dataclass(frozen=True)
+class GatedDeltaNet:
+    """A gated DeltaNet mixer's widths (Qwen3-Next's linear attention): ``key_heads`` of
+    ``key_dim`` for q and k, ``value_heads`` of ``value_dim`` for v and z (the state is
+    key_dim x value_dim per value head), a causal conv of ``conv_kernel`` taps over q, k,
+    v, chunks of ``chunk`` in prefill, and the conventions in ``choices``."""
+
+    key_heads: sp.Expr
+    key_dim: sp.Expr
+    value_heads: sp.Expr
+    value_dim: sp.Expr
+    conv_kernel: sp.Expr = sp.Integer(4)
+    chunk: sp.Expr = sp.Integer(64)
+    conv_bias: bool = False
+    state_bytes: sp.Expr | None = None
+    conv_state_bytes: sp.Expr | None = None
+    choices: ScanChoices = ScanChoices()
+
+    def __post_init__(self) -> None:
+        for f in ("key_heads", "key_dim", "value_heads", "value_dim", "conv_kernel", "chunk"):
+            object.__setattr__(self, f, as_dim(getattr(self, f), f"deltanet {f}"))
+        if self.key_heads.is_number and self.value_heads.is_number and \
+                self.value_heads % self.key_heads:
+            raise SymroofError(f"deltanet linear_num_key_heads {self.key_heads}: does not "
+                               f"divide the {self.value_heads} value heads")
+        if not isinstance(self.choices, ScanChoices):
+            raise SymroofError(f"deltanet choices: expected a ScanChoices, got "
+                               f"{type(self.choices).__name__}")
+
+
+@dataclass(frozen=True)
 class ShortConv:
     """An LFM2 short-convolution block's depthwise causal conv: ``conv_kernel`` K taps
     over the d_model channels (its conv state keeps K inputs per channel), biases on the
@@ -155,6 +185,7 @@ class HybridModel(TransformerModel):
     groups: tuple[LayerGroup, ...] = ()
     short_conv: ShortConv | None = None
     mamba1: Mamba1 | None = None
+    deltanet: GatedDeltaNet | None = None
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -192,6 +223,8 @@ class HybridModel(TransformerModel):
             raise SymroofError(f"{where} short_conv: shortconv layers need a ShortConv")
         if grp.mixer == "mamba1" and not isinstance(self.mamba1, Mamba1):
             raise SymroofError(f"{where} mamba1: mamba1 layers need the Mamba-1 widths")
+        if grp.mixer == "deltanet" and not isinstance(self.deltanet, GatedDeltaNet):
+            raise SymroofError(f"{where} deltanet: deltanet layers need a GatedDeltaNet")
         if grp.mixer == "none" and not grp.ffn:
             raise SymroofError(f"{where} layer pattern: a layer with neither mixer nor MLP")
         if grp.moe and self.experts == 1:
@@ -250,7 +283,8 @@ class HybridModel(TransformerModel):
     def ssm_layers(self) -> sp.Expr:
         """Layers with a recurrent mixer (Mamba-2 or a short convolution)."""
         return sp.Add(*(g.count for g in self.groups
-                        if g.mixer in ("mamba2", "parallel", "shortconv", "mamba1")))
+                        if g.mixer in ("mamba2", "parallel", "shortconv", "mamba1",
+                                       "deltanet")))
 
     def with_scan(self, choices: ScanChoices | None = None, **changes: object) -> HybridModel:
         """The same model under other scan conventions: ``choices`` whole, or
@@ -261,7 +295,8 @@ class HybridModel(TransformerModel):
         >>> m.with_scan(scan="sequential").ssm.choices.scan
         <Scan.SEQUENTIAL: 'sequential'>
         """
-        parts = [p for p in (self.ssm, self.short_conv, self.mamba1) if p is not None]
+        parts = [p for p in (self.ssm, self.short_conv, self.mamba1, self.deltanet)
+                 if p is not None]
         if not parts:
             raise SymroofError(f"model {self.name!r}: no recurrent layers to set scan "
                                "choices on")
@@ -278,7 +313,9 @@ class HybridModel(TransformerModel):
                        short_conv=None if self.short_conv is None else replace(
                            self.short_conv, choices=new),
                        mamba1=None if self.mamba1 is None else replace(
-                           self.mamba1, choices=replace(new, scan=Scan.SEQUENTIAL)))
+                           self.mamba1, choices=replace(new, scan=Scan.SEQUENTIAL)),
+                       deltanet=None if self.deltanet is None else replace(
+                           self.deltanet, choices=new))
 
 
 def pattern_groups(kinds: Sequence[tuple[str, str]], *, moe_model: bool,
@@ -306,6 +343,7 @@ def pattern_groups(kinds: Sequence[tuple[str, str]], *, moe_model: bool,
 
 def hybrid(*, groups: Sequence[LayerGroup], ssm: Mamba2 | None = None,
            short_conv: ShortConv | None = None, mamba1: Mamba1 | None = None,
+           deltanet: GatedDeltaNet | None = None,
            **transformer_fields: object) -> HybridModel:
     """A hybrid description: :func:`symroof.models.transformer`'s fields (the attention
     and MLP layers' widths) plus the layer ``groups`` and the Mamba-2 widths ``ssm``.
@@ -320,7 +358,8 @@ def hybrid(*, groups: Sequence[LayerGroup], ssm: Mamba2 | None = None,
     """
     base = transformer(**transformer_fields)  # type: ignore[arg-type]
     return HybridModel(**{f: getattr(base, f) for f in base.__dataclass_fields__},
-                       ssm=ssm, groups=tuple(groups), short_conv=short_conv, mamba1=mamba1)
+                       ssm=ssm, groups=tuple(groups), short_conv=short_conv, mamba1=mamba1,
+                       deltanet=deltanet)
 
 
 def mamba2(*, layers: object, d_model: object, heads: object, head_dim: object, state: object,

@@ -63,7 +63,8 @@ from symroof.workloads.attention import (ElementwiseFlops, causal_fraction, fuse
 from symroof.workloads.builder import Builder
 
 __all__ = ["Scan", "CbPer", "Passing", "ConvOutputs", "ScanChoices", "SsmShape", "ConvShape",
-           "mamba2_mixer", "short_conv_mixer", "mamba1_mixer", "Mamba1Shape",
+           "mamba2_mixer", "short_conv_mixer", "mamba1_mixer", "Mamba1Shape", "DeltaShape",
+           "deltanet_mixer", "deltanet_flops_per_token",
            "ssd_flops_per_token", "ssd_tile_bytes", "chunk_count", "STATE_NAMES", "ssm_pins",
            "ssm_splits", "ssd"]
 
@@ -566,6 +567,186 @@ def ssm_splits(m: object, tp: int) -> bool:
     if s is None:
         return True
     return all(not v.is_number or int(v) % tp == 0 for v in (s.heads, s.groups))
+
+
+@runtime_checkable
+class DeltaShape(Protocol):
+    """A gated DeltaNet mixer's widths (Qwen3-Next's linear attention;
+    ``symroof.models.GatedDeltaNet``)."""
+
+    @property
+    def key_heads(self) -> sp.Expr: ...    # H_k: query/key heads of d_k
+    @property
+    def key_dim(self) -> sp.Expr: ...
+    @property
+    def value_heads(self) -> sp.Expr: ...  # H_v: value heads of d_v (a multiple of H_k)
+    @property
+    def value_dim(self) -> sp.Expr: ...
+    @property
+    def conv_kernel(self) -> sp.Expr: ...
+    @property
+    def conv_bias(self) -> bool: ...
+    @property
+    def chunk(self) -> sp.Expr: ...
+    @property
+    def state_bytes(self) -> sp.Expr | None: ...
+    @property
+    def conv_state_bytes(self) -> sp.Expr | None: ...
+    @property
+    def choices(self) -> ScanChoices: ...
+
+
+def deltanet_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
+                   decode: bool) -> Tensor:
+    """A gated DeltaNet mixer (Qwen3-Next): projections of q, k (H_k d_k), v, z (H_v d_v)
+    and the gates b, a (H_v); a causal conv over q, k, v and SiLU; the decay
+    g = -exp(A) softplus(a + dt_bias) and beta = sigmoid(b); the gated delta rule over a
+    state of d_k x d_v per value head, S = exp(g) S + beta k (v - exp(g) S^T k)^T,
+    o = S^T q (decode: one step; prefill: chunks of Q in the WY form, see
+    :func:`deltanet_flops_per_token`); a gated RMSNorm over each head's d_v with z; the
+    out-projection H_v d_v -> D."""
+    s = getattr(b.m, "deltanet", None)
+    if not isinstance(s, DeltaShape):
+        raise SymroofError(f"model {b.m.name!r} deltanet: a deltanet layer group needs the "
+                           "model's gated DeltaNet widths (symroof.models.GatedDeltaNet)")
+    g, m = b.g, b.m
+    hk, dk, hv, dv = s.key_heads, s.key_dim, s.value_heads, s.value_dim
+    q = b.linear(h, "W_q", m.d_model, hk * dk, "q_proj", False)
+    k = b.linear(h, "W_k", m.d_model, hk * dk, "k_proj", False)
+    v = b.linear(h, "W_v", m.d_model, hv * dv, "v_proj", False)
+    z = b.linear(h, "W_z", m.d_model, hv * dv, "z_proj", False)
+    beta = b.linear(h, "W_b", m.d_model, hv, "b_proj", False)
+    a = b.linear(h, "W_a", m.d_model, hv, "a_proj", False)
+    q = _conv(b, s, q, "q", hk * dk, batch, seq, decode)
+    k = _conv(b, s, k, "k", hk * dk, batch, seq, decode)
+    v = _conv(b, s, v, "v", hv * dv, batch, seq, decode)
+    gate = g.elementwise(a, b.weight("dt_bias", (hv,)), b.weight("A_log", (hv,)),
+                         name=b.n("decay"), flops_per_element=4)
+    beta = g.elementwise(beta, name=b.n("beta"), flops_per_element=2)
+    step = _delta_step if decode else _delta_chunked
+    y = step(b, s, q, k, v, gate, beta, batch, seq)
+    y = g.view(y, (batch, seq, hv, dv), name=b.n("delta_heads"))
+    y = g.elementwise(y, g.view(z, (batch, seq, hv, dv), name=b.n("z_heads")),
+                      b.weight("delta_norm.weight", (dv,)), name=b.n("gated_norm"),
+                      flops_per_element=b.fl.silu + b.fl.gate + b.fl.rmsnorm)
+    y = g.view(y, (batch, seq, hv * dv), name=b.n("delta_merge"))
+    return b.linear(y, "W_out", hv * dv, m.d_model, "out_proj", False)
+
+
+def deltanet_flops_per_token(hv: sp.Expr, dk: sp.Expr, dv: sp.Expr, q: sp.Expr) -> sp.Expr:
+    """Contraction FLOPs of the chunked gated delta rule per token (2 per multiply-add),
+    per value head, with causal kernels doing half of each chunk's Q x Q pairs: the
+    scores k_beta k^T and q k^T (Q d_k each), the triangular solves for the corrected
+    values and keys (Q d_v + Q d_k), the intra-chunk output (Q d_v), and the state read
+    twice and updated once (6 d_k d_v)."""
+    return sp.expand(hv * (3 * q * dk + 2 * q * dv + 6 * dk * dv))
+
+
+def _delta_chunked(b: Builder, s: DeltaShape, q: Tensor, k: Tensor, v: Tensor, gate: Tensor,
+                   beta: Tensor, batch: sp.Expr, seq: sp.Expr) -> Tensor:
+    """The chunked (WY) gated delta rule. The loop over chunks is a recurrence; as a graph
+    each chunk's state is contracted at its size (the update k^T v_new, the reads w S and
+    q S) and passed on elementwise, which counts every FLOP and byte of the loop."""
+    g, c = b.g, s.choices
+    qc = s.chunk if c.chunk is None else c.chunk
+    if qc == 1:
+        raise SymroofError("deltanet chunk_size 1: expected at least 2 (or the recurrent form)")
+    nc = chunk_count(seq, qc)
+    hk, dk, hv, dv = s.key_heads, s.key_dim, s.value_heads, s.value_dim
+    per = hv / hk
+    lead = (batch, nc, hk)
+    frac = causal_fraction(c.causal, qc)
+    ops: list[Tensor] = []
+
+    def keep(t: Tensor) -> Tensor:
+        ops.append(t)
+        return t
+
+    def v_(t: Tensor, shape: tuple[sp.Expr, ...], name: str) -> Tensor:
+        size = sp.Mul(*shape)
+        out = g.view(t, shape, name=b.n(name)) if sp.expand(t.numel - size) == 0 else \
+            g.move(t, name=b.n(name), shape=shape, read_fraction=sp.Min(1, size / t.numel))
+        return keep(out)
+
+    q6 = v_(q, (*lead, 1, qc, dk), "delta_q")
+    k6 = v_(k, (*lead, 1, qc, dk), "delta_k")
+    v6 = v_(v, (*lead, per, qc, dv), "delta_v")
+    gd = v_(gate, (*lead, per, qc, 1), "delta_g")
+    bt = v_(beta, (*lead, per, qc, 1), "delta_beta")
+    cum = keep(g.elementwise(gd, name=b.n("delta_cumsum"), flops_per_element=2))
+    cum_s = keep(g.move(cum, name=b.n("delta_decay_s"), shape=(*lead, per, 1, qc)))
+    kh = keep(g.move(k6, name=b.n("delta_k_heads"), shape=(*lead, per, qc, dk)))
+    qh = keep(g.move(q6, name=b.n("delta_q_heads"), shape=(*lead, per, qc, dk)))
+    kb = keep(g.elementwise(kh, bt, name=b.n("delta_k_beta"), flops_per_element=1))
+    vb = keep(g.elementwise(v6, bt, name=b.n("delta_v_beta"), flops_per_element=1))
+    # the scores per value head (k_beta carries beta; q and k repeated to the value heads,
+    # as Qwen3-Next does before its kernels)
+    a_sys = keep(g.gemm(kb, kh, transpose_b=True, work_fraction=frac, name=b.n("delta_kk")))
+    qk = keep(g.gemm(qh, kh, transpose_b=True, work_fraction=frac, name=b.n("delta_qk")))
+    t_sys = keep(g.elementwise(a_sys, cum, cum_s, name=b.n("delta_T"), flops_per_element=3))
+    attn = keep(g.elementwise(qk, cum, cum_s, name=b.n("delta_attn"),
+                              shape=(*lead, per, qc, qc), flops_per_element=3))
+    # (I + T)^-1 applied to v_beta and to the decayed k_beta: forward substitutions over
+    # the strictly lower T, Q(Q-1)/2 multiply-adds per column ("exact"), Q^2/2 ("half"),
+    # a dense Q x Q product ("none"); transformers' torch path calls
+    # torch.linalg.solve_triangular, which PyTorch's FLOP counter does not count
+    half = {Causal.NONE: sp.Integer(1), Causal.HALF: sp.Rational(1, 2)}.get(
+        c.causal, (qc - 1) / (2 * qc))
+    u = keep(g.gemm(t_sys, vb, work_fraction=half, name=b.n("delta_solve_v")))
+    kbd = keep(g.elementwise(kb, cum, name=b.n("delta_k_decay"), flops_per_element=2))
+    w = keep(g.gemm(t_sys, kbd, work_fraction=half, name=b.n("delta_solve_k")))
+    # the chunk loop: the state each chunk starts from, read by w and q, updated by k^T v
+    kd = keep(g.elementwise(kh, cum, name=b.n("delta_k_end"), flops_per_element=2))
+    upd = keep(g.gemm(kd, u, transpose_a=True, name=b.n("delta_update")))  # (d_k x d_v)
+    last = keep(g.move(cum, name=b.n("delta_chunk_decay"), shape=(*lead, per, 1, 1),
+                       read_fraction=1 / qc))
+    start = keep(g.elementwise(upd, last, name=b.n("delta_passing"), flops_per_element=2))
+    ws = keep(g.gemm(w, start, name=b.n("delta_w_state")))
+    v_new = keep(g.elementwise(u, ws, name=b.n("delta_v_new"), flops_per_element=1))
+    qd = keep(g.elementwise(qh, cum, name=b.n("delta_q_decay"), flops_per_element=2))
+    inter = keep(g.gemm(qd, start, name=b.n("delta_q_state")))
+    intra = keep(g.gemm(attn, v_new, work_fraction=frac, name=b.n("delta_intra")))
+    o = keep(g.elementwise(inter, intra, name=b.n("delta_out"), flops_per_element=1))
+    out = v_(o, (batch, seq, hv * dv), "delta_y")
+    if c.fused:
+        b.fusions.append((_kernel(g, ops), None))
+    return out
+
+
+def _delta_step(b: Builder, s: DeltaShape, q: Tensor, k: Tensor, v: Tensor, gate: Tensor,
+                beta: Tensor, batch: sp.Expr, seq: sp.Expr) -> Tensor:
+    """One decode step: the state (batch, H_v, d_k, d_v) is decayed, read with k,
+    corrected with beta (v - S^T k), read with q, and written back."""
+    g, c = b.g, s.choices
+    hk, dk, hv, dv = s.key_heads, s.key_dim, s.value_heads, s.value_dim
+    per = hv / hk
+    sb = _state_bytes(b, s.state_bytes)
+    shape = (batch, hk, per, dk, dv)
+    old = g.kv_cache(b.n("ssm_state"), shape, bytes_per_value=sb)
+    ops = [g.view(q, (batch, hk, 1, 1, dk), name=b.n("step_q")),
+           g.view(k, (batch, hk, 1, 1, dk), name=b.n("step_k")),
+           g.view(v, (batch, hk, per, 1, dv), name=b.n("step_v")),
+           g.view(gate, (batch, hk, per, 1, 1), name=b.n("step_g")),
+           g.view(beta, (batch, hk, per, 1, 1), name=b.n("step_beta"))]
+    qv, kv, vv, gv, bv = ops
+    kh = g.move(kv, name=b.n("step_k_heads"), shape=(batch, hk, per, 1, dk))
+    qh = g.move(qv, name=b.n("step_q_heads"), shape=(batch, hk, per, 1, dk))
+    decayed = g.elementwise(old, gv, name=b.n("step_decay"), flops_per_element=1)
+    mem = g.gemm(kh, decayed, name=b.n("step_read_k"))            # k^T S: 2 d_k d_v
+    delta = g.elementwise(vv, mem, bv, name=b.n("step_delta"), flops_per_element=2)
+    outer = g.gemm(kh, delta, transpose_a=True, name=b.n("step_outer"))  # k delta^T
+    new = g.elementwise(decayed, outer, name=b.n("step_update"), flops_per_element=1)
+    o = g.gemm(qh, new, name=b.n("step_read_q"))                  # q^T S: 2 d_k d_v
+    out = g.view(o, (batch, 1, hv * dv), name=b.n("step_y"))
+    ops += [kh, qh, decayed, mem, delta, outer, new, o, out]
+    if c.state_write:
+        write = g.move(new, name=b.n("ssm_state_write"), shape=shape, kind=Kind.KV_CACHE,
+                       bytes_per_value=sb)
+        g.output(write)
+        ops.append(write)
+    if c.fused:
+        b.fusions.append((_kernel(g, ops), None))
+    return out
 
 
 @dataclass(frozen=True)
