@@ -20,6 +20,10 @@ Families (``model_type``, transformers 5.24) and where each reads its layer patt
   with per-head query/key norms, then a gated MLP whose width transformers adjusts
   (``block_auto_adjust_ff_dim``: 2/3 of ``intermediate_size``, times
   ``block_ffn_dim_multiplier``, rounded up to ``block_multiple_of``);
+- ``qwen3_next``: ``layer_types`` (``linear_attention``: a gated DeltaNet,
+  :class:`GatedDeltaNet`; ``full_attention``: attention with per-head q/k norms and an
+  output gate); experts with a gated shared expert on every ``decoder_sparse_step``-th
+  layer outside ``mlp_only_layers``, a gated MLP elsewhere;
 - ``mamba``: every layer a Mamba-1 mixer (:class:`Mamba1`, no dt/B/C norms);
 - ``jamba``: attention where ``layer % attn_layer_period == attn_layer_offset``, Mamba-1
   (:class:`Mamba1`) elsewhere; experts where ``layer % expert_layer_period ==
@@ -47,14 +51,14 @@ from typing import Any
 
 from symroof.errors import SymroofError
 from symroof.models.hf_fields import Fields
-from symroof.models.hybrid import (HybridModel, Mamba1, Mamba2, ShortConv, hybrid,
-                                   pattern_groups)
+from symroof.models.hybrid import (GatedDeltaNet, HybridModel, Mamba1, Mamba2, ShortConv,
+                                   hybrid, pattern_groups)
 from symroof.precision import bytes_per_value
 
 __all__ = ["HYBRID_FAMILIES", "REFUSED", "from_hybrid_fields"]
 
 HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2",
-                   "jamba", "mamba")
+                   "jamba", "mamba", "qwen3_next")
 
 #: Families with a state-space or linear-attention mixer symroof does not model, and why.
 REFUSED = {
@@ -64,7 +68,6 @@ REFUSED = {
     "zamba2": "its shared transformer blocks (one block's weights reused at every hybrid "
               "layer, with per-layer LoRA adapters and the embeddings concatenated to its "
               "input) are not modelled",
-    "qwen3_next": "gated DeltaNet layers (a delta-rule recurrent state) are not modelled",
     "lfm2_moe": "LFM2-MoE's experts (with their own routing and dense layers) are not "
                 "modelled with short-convolution blocks; dense LFM2 is",
     "kimi_linear": "Kimi Delta Attention layers are not modelled",
@@ -200,6 +203,8 @@ def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
     _refuse(f, kind)
     if kind == "lfm2":
         return _lfm2(f, label)
+    if kind == "qwen3_next":
+        return _qwen3_next(f, label)
     if kind in ("jamba", "mamba"):
         return _jamba(f, label) if kind == "jamba" else _mamba1(f, label)
     d = f.dim("hidden_size")
@@ -350,3 +355,51 @@ def _jamba(f: Fields, label: str) -> HybridModel:
                   tied_embeddings=f.flag("tie_word_embeddings", False), mamba1=mixer,
                   groups=pattern_groups(kinds, moe_model=bool(extra),
                                         what=f"{f.where} layer pattern"), **extra)
+
+
+def _qwen3_next(f: Fields, label: str) -> HybridModel:
+    layers = f.layers("num_hidden_layers")
+    types = f.cfg.get("layer_types")
+    if types is None:  # transformers 5.24's default: full attention every 4th layer
+        types = ["full_attention" if (i + 1) % 4 == 0 else "linear_attention"
+                 for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or any(
+            t not in ("linear_attention", "full_attention") for t in types):
+        raise SymroofError(f"{f.where}: field 'layer_types' must list {layers} entries of "
+                           f"linear_attention or full_attention, got {types!r}"[:300])
+    d, heads = f.dim("hidden_size"), f.dim("num_attention_heads")
+    experts = f.count("num_experts", 512)
+    step = f.dim("decoder_sparse_step", 1)
+    only = f.indices("mlp_only_layers", layers)
+    moe_at = [experts > 0 and i not in only and (i + 1) % step == 0 for i in range(layers)]
+    kinds = [("attention" if t == "full_attention" else "deltanet", "moe" if e else "dense")
+             for t, e in zip(types, moe_at)]
+    extra: dict[str, Any] = {}
+    if any(moe_at):
+        if experts == 1:
+            raise SymroofError(f"{f.where}: field 'num_experts' 1: a mixture of one expert is "
+                               "not modelled")
+        extra = dict(experts=experts, experts_per_token=f.dim("num_experts_per_tok", 10),
+                     expert_d_ff=f.dim("moe_intermediate_size", 512))
+        shared = f.count("shared_expert_intermediate_size", 512)
+        if shared:
+            extra.update(shared_d_ff=shared, shared_gate=True)
+        if extra["expert_d_ff"] == f.dim("intermediate_size"):
+            del extra["expert_d_ff"]
+    delta = GatedDeltaNet(f.dim("linear_num_key_heads", 16), f.dim("linear_key_head_dim", 128),
+                          f.dim("linear_num_value_heads", 32),
+                          f.dim("linear_value_head_dim", 128),
+                          conv_kernel=f.dim("linear_conv_kernel_dim", 4), chunk=64)
+    bias = f.flag("attention_bias", False)
+    model = hybrid(name=label, layers=layers, d_model=d, heads=heads,
+                   kv_heads=f.dim("num_key_value_heads", heads),
+                   head_dim=f.dim("head_dim", 256), d_ff=f.dim("intermediate_size"),
+                   vocab=f.dim("vocab_size"), mlp="gated", norm="rmsnorm",
+                   positions="rotary", qk_norm="head", qkv_bias=bias,
+                   tied_embeddings=f.flag("tie_word_embeddings", False), deltanet=delta,
+                   attn_output_gate=True,
+                   groups=pattern_groups(kinds, moe_model=bool(extra),
+                                         what=f"{f.where} layer pattern"), **extra)
+    out = model.replace(o_bias=bias)
+    assert isinstance(out, HybridModel)  # replace keeps the class
+    return out

@@ -186,6 +186,7 @@ class HybridModel(TransformerModel):
     short_conv: ShortConv | None = None
     mamba1: Mamba1 | None = None
     deltanet: GatedDeltaNet | None = None
+    attn_output_gate: bool = False  # sigmoid(x W_g) times attention's output (Qwen3-Next)
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -343,7 +344,7 @@ def pattern_groups(kinds: Sequence[tuple[str, str]], *, moe_model: bool,
 
 def hybrid(*, groups: Sequence[LayerGroup], ssm: Mamba2 | None = None,
            short_conv: ShortConv | None = None, mamba1: Mamba1 | None = None,
-           deltanet: GatedDeltaNet | None = None,
+           deltanet: GatedDeltaNet | None = None, attn_output_gate: bool = False,
            **transformer_fields: object) -> HybridModel:
     """A hybrid description: :func:`symroof.models.transformer`'s fields (the attention
     and MLP layers' widths) plus the layer ``groups`` and the Mamba-2 widths ``ssm``.
@@ -359,7 +360,7 @@ def hybrid(*, groups: Sequence[LayerGroup], ssm: Mamba2 | None = None,
     base = transformer(**transformer_fields)  # type: ignore[arg-type]
     return HybridModel(**{f: getattr(base, f) for f in base.__dataclass_fields__},
                        ssm=ssm, groups=tuple(groups), short_conv=short_conv, mamba1=mamba1,
-                       deltanet=deltanet)
+                       deltanet=deltanet, attn_output_gate=attn_output_gate)
 
 
 def mamba2(*, layers: object, d_model: object, heads: object, head_dim: object, state: object,

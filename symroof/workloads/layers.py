@@ -84,6 +84,9 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
                                 unfused=c.unfused, kv_write=c.kv_write)
     per = m.heads / m.kv_heads
     q = b.linear(h, "W_q", m.d_model, m.q_dim, "q_proj", m.qkv_bias)
+    # Qwen3-Next: an output gate sigmoid(h W_g) per query channel (q_proj twice as wide)
+    gate = b.linear(h, "W_q_gate", m.d_model, m.q_dim, "q_gate_proj", m.qkv_bias) \
+        if getattr(m, "attn_output_gate", False) else None
     k = b.linear(h, "W_k", m.d_model, m.kv_dim, "k_proj", m.qkv_bias)
     v = b.linear(h, "W_v", m.d_model, m.kv_dim, "v_proj", m.qkv_bias)
     if m.qk_norm == "head":  # RMSNorm over each head's values (Qwen3, Gemma 3)
@@ -125,6 +128,8 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
     if kernel is not None:
         b.fusions.append(kernel)
     o = g.view(o, (batch, seq, m.q_dim), name=b.n("o_heads"))
+    if gate is not None:
+        o = g.elementwise(o, gate, name=b.n("attn_gate"), flops_per_element=fl.gate + 4)
     return b.linear(o, "W_o", m.q_dim, m.d_model, "o_proj", m.o_bias)
 
 

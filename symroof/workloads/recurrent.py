@@ -561,8 +561,9 @@ def ssm_pins(graph: object, tp: sp.Expr) -> tuple[tuple[str, tuple[tuple[int, sp
 def ssm_splits(m: object, tp: int) -> bool:
     """Whether ``tp`` devices split a model's Mamba-2 heads and groups evenly (True for a
     model without them)."""
-    if tp > 1 and getattr(m, "mamba1", None) is not None:
-        return False  # Mamba-1 layers: tensor parallelism not modelled
+    if tp > 1 and (getattr(m, "mamba1", None) is not None
+                   or getattr(m, "deltanet", None) is not None):
+        return False  # Mamba-1 and gated DeltaNet layers: tensor parallelism not modelled
     s = getattr(m, "ssm", None)
     if s is None:
         return True

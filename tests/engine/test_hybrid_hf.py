@@ -111,7 +111,21 @@ def test_jamba_periods_and_offsets():
     assert m.state_bytes_per_sequence == 14 * (128 * 16 + 4 * 128) * b
 
 
-@pytest.mark.parametrize("kind", ["zamba2", "qwen3_next", "lfm2_moe", "kimi_linear",
+def test_qwen3_next_linear_and_gated_attention_layers():
+    m = from_hf_dict({"model_type": "qwen3_next", **ATTN, "num_hidden_layers": 8,
+                      "head_dim": 16, "linear_num_key_heads": 2, "linear_key_head_dim": 8,
+                      "linear_num_value_heads": 4, "linear_value_head_dim": 8,
+                      "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                      "shared_expert_intermediate_size": 48, "mlp_only_layers": [0]})
+    # no layer_types: full attention on every 4th layer (transformers' default)
+    assert _kinds(m) == {("deltanet", True, False): 1, ("deltanet", True, True): 5,
+                         ("attention", True, True): 2}
+    assert m.attn_output_gate and m.shared_gate and m.deltanet.chunk == 64
+    # 6 DeltaNet layers x (4 value heads x 8 x 8 + 4 conv taps x (2 x 2 x 8 + 4 x 8))
+    assert m.state_bytes_per_sequence == 6 * (4 * 8 * 8 + 4 * 64) * b
+
+
+@pytest.mark.parametrize("kind", ["zamba2", "lfm2_moe", "kimi_linear",
                                   "olmo_hybrid", "falcon_mamba", "minimax"])
 def test_unmodelled_families_are_refused_by_name(kind):
     with pytest.raises(SymroofError, match=f"model_type '{kind}' is not modelled: "):
