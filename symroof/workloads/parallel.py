@@ -21,7 +21,7 @@ from symroof.errors import SymroofError
 from symroof.ir import Graph, as_expr
 from symroof.passes.shard import Shard
 from symroof.workloads.builder import TransformerShape
-from symroof.workloads.recurrent import ssm_pins, ssm_splits
+from symroof.workloads.recurrent import ssm_splits
 
 __all__ = ["check_layout", "valid_tp", "shard_model_graph"]
 
@@ -71,4 +71,4 @@ def shard_model_graph(g: Graph, m: TransformerShape, *, tp: object = 1, pp: obje
                       microbatches: object = 1) -> Graph:
     """``g``, a forward graph of ``m``, sharded by the checked layout."""
     t, p, mb = check_layout(m, tp=tp, pp=pp, microbatches=microbatches)
-    return Shard(t, p, mb, pins=ssm_pins(g, t)).apply(g)
+    return Shard(t, p, mb).apply(g)

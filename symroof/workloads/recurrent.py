@@ -65,7 +65,7 @@ from symroof.workloads.builder import Builder
 __all__ = ["Scan", "CbPer", "Passing", "ConvOutputs", "ScanChoices", "SsmShape", "ConvShape",
            "mamba2_mixer", "short_conv_mixer", "mamba1_mixer", "Mamba1Shape", "DeltaShape",
            "deltanet_mixer", "deltanet_flops_per_token",
-           "ssd_flops_per_token", "ssd_tile_bytes", "chunk_count", "STATE_NAMES", "ssm_pins",
+           "ssd_flops_per_token", "ssd_tile_bytes", "chunk_count", "STATE_NAMES",
            "ssm_splits", "ssd"]
 
 #: Name parts of the tensors a recurrent layer carries across decode steps.
@@ -511,51 +511,6 @@ def _step(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor
         names = _kernel(g, ops)
         b.fusions.append((names, 4 * p * n))
     return out
-
-
-#: Where tensor parallelism splits the Mamba-2 tensors, by name in the layer (axis; the
-#: split is over the groups, and with them their heads, as the reference implementation
-#: splits heads and groups: every group's B and C, heads and gated norm on one device).
-_SPLIT_AXES = {
-    **{f"conv_window_{p}": 0 for p in "xBC"}, **{f"conv_{p}": 0 for p in "xBC"},
-    **{f"conv_{p}.weight": 0 for p in "xBC"}, **{f"conv_{p}.bias": 0 for p in "xBC"},
-    **{f"conv_{p}_act": 0 for p in "xBC"}, **{f"conv_{p}_out": 2 for p in "xBC"},
-    **{f"conv_state_{p}": 1 for p in "xBC"}, **{f"conv_state_{p}_write": 1 for p in "xBC"},
-    **{n: 2 for n in ("ssd_x", "ssd_B", "ssd_C", "ssd_dt", "ssd_cumsum",
-                      "ssd_decay_s", "ssd_C_heads", "ssd_B_heads", "ssd_cb", "ssd_mask",
-                      "ssd_diag", "ssd_B_decay", "ssd_states", "ssd_chunk_decay",
-                      "ssd_passing", "ssd_start", "ssd_off", "ssd_out", "ssd_y",
-                      "scan_x", "scan_B", "scan_C", "scan_dt", "scan_update", "scan_C_heads",
-                      "scan_out", "scan_skip", "scan_y", "step_y")},
-    **{n: 1 for n in ("ssd_states_cat", "ssd_chunk_sums", "ssm_state", "ssm_state_write",
-                      "step_x", "step_B", "step_C", "step_dt", "step_update", "step_C_heads",
-                      "step_out", "step_skip")},
-    "D": 0,
-}
-_QUADRATIC = frozenset({"ssd_chunk_decay", "ssd_passing"})  # axis 1 under passing="quadratic"
-
-
-def ssm_pins(graph: object, tp: sp.Expr) -> tuple[tuple[str, tuple[tuple[int, sp.Expr], ...]],
-                                                  ...]:
-    """The tensor-parallel split of every Mamba-2 tensor of a forward graph (the shard
-    pass's ``pins``): its reshapes fold heads and groups in ways names must say."""
-    if tp == 1:
-        return ()
-    pins = []
-    for t in graph.tensors:  # type: ignore[attr-defined]
-        prefix, _, local = t.name.partition(".")
-        if prefix not in ("mamba", "parallel", "conv"):
-            continue
-        local = local.removeprefix("mlp.").removeprefix("no_mlp.")
-        for part in ("local.", "dense."):
-            local = local.removeprefix(part)
-        axis = _SPLIT_AXES.get(local)
-        if axis is None:
-            continue
-        if local in _QUADRATIC and len(t.shape) == 5:  # (batch, groups, per, c + 1, ...)
-            axis = 1
-        pins.append((t.name, ((axis, tp),)))
-    return tuple(pins)
 
 
 def ssm_splits(m: object, tp: int) -> bool:
