@@ -24,6 +24,10 @@ Families (``model_type``, transformers 5.24) and where each reads its layer patt
   :class:`GatedDeltaNet`; ``full_attention``: attention with per-head q/k norms and an
   output gate); experts with a gated shared expert on every ``decoder_sparse_step``-th
   layer outside ``mlp_only_layers``, a gated MLP elsewhere;
+- ``olmo_hybrid``: ``layer_types`` (gated DeltaNet or attention with q/k norms over all
+  heads, rotary only with ``rope_parameters``); its attention layers put their norms
+  after attention and after the MLP (OLMo 2), counted as the same two norms before them
+  (the same parameters and the same work);
 - ``mamba``: every layer a Mamba-1 mixer (:class:`Mamba1`, no dt/B/C norms);
 - ``jamba``: attention where ``layer % attn_layer_period == attn_layer_offset``, Mamba-1
   (:class:`Mamba1`) elsewhere; experts where ``layer % expert_layer_period ==
@@ -58,7 +62,7 @@ from symroof.precision import bytes_per_value
 __all__ = ["HYBRID_FAMILIES", "REFUSED", "from_hybrid_fields"]
 
 HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2",
-                   "jamba", "mamba", "qwen3_next")
+                   "jamba", "mamba", "qwen3_next", "olmo_hybrid")
 
 #: Families with a state-space or linear-attention mixer symroof does not model, and why.
 REFUSED = {
@@ -71,7 +75,6 @@ REFUSED = {
     "lfm2_moe": "LFM2-MoE's experts (with their own routing and dense layers) are not "
                 "modelled with short-convolution blocks; dense LFM2 is",
     "kimi_linear": "Kimi Delta Attention layers are not modelled",
-    "olmo_hybrid": "its gated DeltaNet layers are not modelled",
     "minimax": "lightning (linear) attention layers are not modelled",
 }
 
@@ -203,8 +206,8 @@ def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
     _refuse(f, kind)
     if kind == "lfm2":
         return _lfm2(f, label)
-    if kind == "qwen3_next":
-        return _qwen3_next(f, label)
+    if kind in ("qwen3_next", "olmo_hybrid"):
+        return _qwen3_next(f, label) if kind == "qwen3_next" else _olmo_hybrid(f, label)
     if kind in ("jamba", "mamba"):
         return _jamba(f, label) if kind == "jamba" else _mamba1(f, label)
     d = f.dim("hidden_size")
@@ -359,14 +362,7 @@ def _jamba(f: Fields, label: str) -> HybridModel:
 
 def _qwen3_next(f: Fields, label: str) -> HybridModel:
     layers = f.layers("num_hidden_layers")
-    types = f.cfg.get("layer_types")
-    if types is None:  # transformers 5.24's default: full attention every 4th layer
-        types = ["full_attention" if (i + 1) % 4 == 0 else "linear_attention"
-                 for i in range(layers)]
-    if not isinstance(types, list) or len(types) != layers or any(
-            t not in ("linear_attention", "full_attention") for t in types):
-        raise SymroofError(f"{f.where}: field 'layer_types' must list {layers} entries of "
-                           f"linear_attention or full_attention, got {types!r}"[:300])
+    types = _linear_types(f, layers)
     d, heads = f.dim("hidden_size"), f.dim("num_attention_heads")
     experts = f.count("num_experts", 512)
     step = f.dim("decoder_sparse_step", 1)
@@ -400,6 +396,43 @@ def _qwen3_next(f: Fields, label: str) -> HybridModel:
                    attn_output_gate=True,
                    groups=pattern_groups(kinds, moe_model=bool(extra),
                                          what=f"{f.where} layer pattern"), **extra)
+    out = model.replace(o_bias=bias)
+    assert isinstance(out, HybridModel)  # replace keeps the class
+    return out
+
+
+def _linear_types(f: Fields, layers: int) -> list[str]:
+    types = f.cfg.get("layer_types")
+    if types is None:  # transformers 5.24's default: full attention every 4th layer
+        types = ["full_attention" if (i + 1) % 4 == 0 else "linear_attention"
+                 for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or any(
+            t not in ("linear_attention", "full_attention") for t in types):
+        raise SymroofError(f"{f.where}: field 'layer_types' must list {layers} entries of "
+                           f"linear_attention or full_attention, got {types!r}"[:300])
+    return types
+
+
+def _olmo_hybrid(f: Fields, label: str) -> HybridModel:
+    layers = f.layers("num_hidden_layers")
+    types = _linear_types(f, layers)
+    d, heads = f.dim("hidden_size"), f.dim("num_attention_heads")
+    rope = f.cfg.get("rope_parameters")
+    rotary = isinstance(rope, Mapping) and rope.get("rope_theta") is not None
+    delta = GatedDeltaNet(f.dim("linear_num_key_heads", 30), f.dim("linear_key_head_dim", 96),
+                          f.dim("linear_num_value_heads", 30),
+                          f.dim("linear_value_head_dim", 192),
+                          conv_kernel=f.dim("linear_conv_kernel_dim", 4), chunk=64)
+    bias = f.flag("attention_bias", False)
+    kinds = [("attention" if t == "full_attention" else "deltanet", "dense") for t in types]
+    model = hybrid(name=label, layers=layers, d_model=d, heads=heads,
+                   kv_heads=f.dim("num_key_value_heads", heads),
+                   head_dim=f.dim("head_dim", d // heads), d_ff=f.dim("intermediate_size"),
+                   vocab=f.dim("vocab_size"), mlp="gated", norm="rmsnorm",
+                   positions="rotary" if rotary else None, qk_norm="full", qkv_bias=bias,
+                   tied_embeddings=f.flag("tie_word_embeddings", False), deltanet=delta,
+                   groups=pattern_groups(kinds, moe_model=False,
+                                         what=f"{f.where} layer pattern"))
     out = model.replace(o_bias=bias)
     assert isinstance(out, HybridModel)  # replace keeps the class
     return out

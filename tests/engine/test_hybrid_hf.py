@@ -125,8 +125,17 @@ def test_qwen3_next_linear_and_gated_attention_layers():
     assert m.state_bytes_per_sequence == 6 * (4 * 8 * 8 + 4 * 64) * b
 
 
-@pytest.mark.parametrize("kind", ["zamba2", "lfm2_moe", "kimi_linear",
-                                  "olmo_hybrid", "falcon_mamba", "minimax"])
+def test_olmo_hybrid_norms_over_all_heads_and_optional_rotary():
+    m = from_hf_dict({"model_type": "olmo_hybrid", **ATTN, "num_hidden_layers": 4,
+                      "linear_num_key_heads": 2, "linear_key_head_dim": 8,
+                      "linear_num_value_heads": 4, "linear_value_head_dim": 8,
+                      "rope_parameters": None})
+    assert _kinds(m) == {("deltanet", True, False): 3, ("attention", True, False): 1}
+    assert (m.qk_norm, m.positions, m.attn_output_gate) == ("full", None, False)
+
+
+@pytest.mark.parametrize("kind", ["zamba2", "lfm2_moe", "kimi_linear", "falcon_mamba",
+                                  "minimax"])
 def test_unmodelled_families_are_refused_by_name(kind):
     with pytest.raises(SymroofError, match=f"model_type '{kind}' is not modelled: "):
         from_hf_dict({"model_type": kind, **ATTN, "num_hidden_layers": 2})

@@ -75,6 +75,11 @@ def specs() -> list[tuple[str, str, dict]]:
               shared_expert_intermediate_size=48, mlp_only_layers=[0],
               layer_types=["linear_attention", "linear_attention", "full_attention",
                            "linear_attention"])),
+        ("olmo_hybrid", "OlmoHybridConfig",
+         dict(_ATTN, num_hidden_layers=3, linear_num_key_heads=2, linear_key_head_dim=8,
+              linear_num_value_heads=4, linear_value_head_dim=8,
+              pad_token_id=0, eos_token_id=1,
+              layer_types=["linear_attention", "full_attention", "linear_attention"])),
     ]
 
 
@@ -123,9 +128,9 @@ def _cache(output):
     return output.get("past_key_values") if found is None else found
 
 
-#: Per-model prefill shapes: Qwen3-Next's torch path chunks by 64 (a shorter prompt is
+#: Per-model prefill shapes: the gated DeltaNet torch paths chunk by 64 (a shorter prompt is
 #: padded to a whole chunk, which symroof refuses), so its prompts are 64 and 70 tokens.
-SHAPES = {"qwen3_next": [(1, 64), (2, 70)]}
+SHAPES = {"qwen3_next": [(1, 64), (2, 70)], "olmo_hybrid": [(1, 64), (2, 70)]}
 
 
 def record_model(name: str, cls_name: str, kwargs: dict) -> list[dict]:

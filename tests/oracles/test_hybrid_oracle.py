@@ -1,12 +1,13 @@
 """Hybrid and state-space models against PyTorch: FlopCounterMode, parameters, cache bytes.
 
 (a) Recorded: every entry of ``tests/fixtures/hybrid_flops.json`` (tiny Mamba2, Bamba,
-    GraniteMoeHybrid, Falcon-H1, Nemotron-H, LFM2, Jamba, Mamba and Qwen3-Next models on
-    transformers' pure-PyTorch paths; see ``tests/oracles/README.md``) is reproduced
-    exactly from its config.json alone (Qwen3-Next: but for the ops in ``UNCOUNTED``):
-    the parameter count, the FLOPs of a prefill and of a decode step, and the bytes of
-    the cache object after the step (conv and SSM states, keys and values at 4 bytes). The counter's conventions are
-    ``ScanChoices.torch()`` plus eager attention's ``causal="none"``. Why each differs
+    GraniteMoeHybrid, Falcon-H1, Nemotron-H, LFM2, Jamba, Mamba, Qwen3-Next and OLMo-Hybrid
+    models on transformers' pure-PyTorch paths; see ``tests/oracles/README.md``) is
+    reproduced exactly from its config.json alone (the gated DeltaNet families: but for
+    the ops in ``UNCOUNTED``): the parameter count, the FLOPs of a prefill and of a
+    decode step, and the bytes of the cache object after the step (conv and SSM states,
+    keys and values at 4 bytes). The counter's conventions are ``ScanChoices.torch()``
+    plus eager attention's ``causal="none"``. Why each differs
     from symroof's default (the reference kernels'):
 
     - transformers repeats B and C per head and computes the scores ``C B^T`` per head
@@ -46,15 +47,15 @@ HERE = Path(__file__).resolve().parent
 DATA = json.loads((HERE.parent / "fixtures" / "hybrid_flops.json").read_text())
 ENTRIES = DATA["entries"]
 FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2", "jamba",
-            "mamba", "qwen3_next")
+            "mamba", "qwen3_next", "olmo_hybrid")
 
 
 def _model(config: dict):
     return from_hf_dict(config).with_scan(ScanChoices.torch())
 
 
-#: Gated DeltaNet ops whose FLOPs PyTorch's counter cannot see (Qwen3-Next): its chunked
-#: rule solves the triangular systems with torch.linalg.solve_triangular, for which
+#: Gated DeltaNet ops whose FLOPs PyTorch's counter cannot see (Qwen3-Next, OLMo-Hybrid):
+#: the chunked rule solves the triangular systems with torch.linalg.solve_triangular, for which
 #: FlopCounterMode has no formula (0 FLOPs), and its one-token step reads and updates the
 #: state with elementwise products and sums (torch_recurrent_gated_delta_rule), not
 #: matmuls. No counting convention of symroof's drops real work, so the test subtracts
@@ -77,7 +78,7 @@ def _flops(model, e: dict) -> int:
 
 def test_fixture_covers_every_family():
     assert sorted({e["model"] for e in ENTRIES}) == sorted(FAMILIES)
-    assert len(ENTRIES) == 36  # 9 families x (2 prefill + 2 decode shapes)
+    assert len(ENTRIES) == 40  # 10 families x (2 prefill + 2 decode shapes)
 
 
 @pytest.mark.parametrize("e", ENTRIES, ids=[e["id"] for e in ENTRIES])
@@ -109,11 +110,12 @@ def test_default_conventions_differ_by_exactly_these_terms():
         e["total_flops"]
 
 
-def test_what_the_counter_cannot_see_in_qwen3_next():
-    """The FLOPs subtracted for Qwen3-Next are the triangular solves (dense Q x Q by
-    (d_k + d_v) per value head and chunk under causal="none") and the decode step's three
-    state products (6 d_k d_v per value head), on its 3 gated DeltaNet layers."""
-    for e in (x for x in ENTRIES if x["model"] == "qwen3_next"):
+def test_what_the_counter_cannot_see_in_the_deltanet_families():
+    """The FLOPs subtracted for Qwen3-Next and OLMo-Hybrid are the triangular solves
+    (dense Q x Q by (d_k + d_v) per value head and chunk under causal="none") and the
+    decode step's three state products (6 d_k d_v per value head), on their gated
+    DeltaNet layers."""
+    for e in (x for x in ENTRIES if x["model"] in ("qwen3_next", "olmo_hybrid")):
         cfg = e["config"]
         hv, dk, dv = (cfg[f] for f in ("linear_num_value_heads", "linear_key_head_dim",
                                         "linear_value_head_dim"))
