@@ -12,11 +12,14 @@ from functools import cache
 from symroof.errors import SymroofError, shown, suggest
 from symroof.models.config import TransformerModel, transformer
 from symroof.models.hf import from_hf_config, from_hf_dict
+from symroof.models.hybrid import (GatedDeltaNet, HybridModel, Mamba1, Mamba2, ShortConv,
+                                   hybrid, mamba2)
 from symroof.models.latent import LatentAttention
 from symroof.models.presets import PRESETS, llama_ffn
 
 __all__ = ["TransformerModel", "transformer", "get", "names", "from_hf_config", "from_hf_dict",
-           "resolve", "LatentAttention", "llama_ffn"]
+           "resolve", "LatentAttention", "llama_ffn", "HybridModel", "Mamba1", "Mamba2",
+           "ShortConv", "GatedDeltaNet", "hybrid", "mamba2"]
 
 
 def names() -> tuple[str, ...]:

@@ -36,6 +36,7 @@ from symroof.files import parse_json, read_text
 from symroof.models.config import TransformerModel, transformer
 from symroof.models.hf_fields import (Fields, biases_of, latent_of, moe_of, refuse,
                                       rotary_layers_of, window_of)
+from symroof.models.hf_hybrid import HYBRID_FAMILIES, REFUSED, from_hybrid_fields
 from symroof.models.latent import LatentAttention
 
 __all__ = ["from_hf_config", "from_hf_dict", "FAMILIES", "IGNORABLE", "REFUSED_FAMILIES"]
@@ -159,9 +160,12 @@ def _from_hf_dict(cfg: Mapping[str, object], name: str | None, where: str,
     if kind in REFUSED_FAMILIES:
         field, why = REFUSED_FAMILIES[kind]
         raise SymroofError(f"{where}: model_type {kind!r} is refused: {field}: {why}")
+    if kind in HYBRID_FAMILIES or kind in REFUSED:  # state-space and hybrid families
+        return from_hybrid_fields(cfg, kind, label, where)
     if kind not in _LLAMA_LIKE:
-        raise SymroofError(f"{where}: unknown model_type {kind!r}{suggest(kind, FAMILIES)}; "
-                           f"supported: {', '.join(FAMILIES)}")
+        known = (*FAMILIES, *HYBRID_FAMILIES)
+        raise SymroofError(f"{where}: unknown model_type {kind!r}{suggest(kind, known)}; "
+                           f"supported: {', '.join(known)}")
     d = f.dim("hidden_size")
     heads = f.dim("num_attention_heads")
     layers = f.layers("num_hidden_layers")

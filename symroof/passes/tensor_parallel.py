@@ -40,7 +40,7 @@ from symroof.ir import (Elementwise, Gather, Gemm, Graph, Kind, Move, Op, Reduce
                         as_dim)
 
 __all__ = ["TensorParallelPlan", "tensor_parallel_plan", "HEAD_VIEWS", "REPLICATED",
-           "KV_WEIGHTS", "split_size"]
+           "KV_WEIGHTS", "split_size", "RECURRENT_AXES", "recurrent_pins"]
 
 #: Views and moves that fold or unfold head axes, by the builder's op name (prefixes such
 #: as ``local.`` aside): ``"heads"`` puts the split on axis 1 (KV heads) as far as it
@@ -61,6 +61,51 @@ REPLICATED = frozenset({"W_router", "W_shared_gate", "W_dq", "W_dkv", "W_kr"})
 
 #: Weights whose columns are KV heads: split over min(t, G) devices, not t.
 KV_WEIGHTS = frozenset({"W_k", "W_v"})
+
+#: Where the recurrent layers' tensors split (symroof.workloads.recurrent), by their name
+#: in the layer: their reshapes fold heads and groups in ways shapes cannot say (as
+#: HEAD_VIEWS for attention). Mamba-2 splits over its groups and with them their heads (as
+#: the reference implementation does: each group's B and C, heads and gated norm on one
+#: device); a short convolution over its channels. Used as pins for tensors of the
+#: ``mamba.``, ``parallel.`` and ``conv.`` layer groups.
+RECURRENT_AXES = MappingProxyType({
+    **{f"conv_window_{p}": 0 for p in "xBC"}, **{f"conv_{p}": 0 for p in "xBC"},
+    **{f"conv_{p}.weight": 0 for p in "xBC"}, **{f"conv_{p}.bias": 0 for p in "xBC"},
+    **{f"conv_{p}_act": 0 for p in "xBC"}, **{f"conv_{p}_out": 2 for p in "xBC"},
+    **{f"conv_state_{p}": 1 for p in "xBC"}, **{f"conv_state_{p}_write": 1 for p in "xBC"},
+    **{n: 2 for n in ("ssd_x", "ssd_B", "ssd_C", "ssd_dt", "ssd_cumsum", "ssd_decay_s",
+                      "ssd_C_heads", "ssd_B_heads", "ssd_cb", "ssd_mask", "ssd_diag",
+                      "ssd_B_decay", "ssd_states", "ssd_chunk_decay", "ssd_passing",
+                      "ssd_start", "ssd_off", "ssd_out", "ssd_y", "scan_x", "scan_B",
+                      "scan_C", "scan_dt", "scan_update", "scan_C_heads", "scan_out",
+                      "scan_skip", "scan_y", "step_y")},
+    **{n: 1 for n in ("ssd_states_cat", "ssd_chunk_sums", "ssm_state", "ssm_state_write",
+                      "step_x", "step_B", "step_C", "step_dt", "step_update", "step_C_heads",
+                      "step_out", "step_skip")},
+    "D": 0,
+})
+#: Under quadratic state passing these are (batch, groups, per, c + 1, ...): axis 1.
+_QUADRATIC = frozenset({"ssd_chunk_decay", "ssd_passing"})
+_RECURRENT_GROUPS = ("mamba", "parallel", "conv")
+
+
+def recurrent_pins(graph: Graph, tp: sp.Expr) -> dict[str, dict[int, sp.Expr]]:
+    """The split of every recurrent-layer tensor of ``graph`` by :data:`RECURRENT_AXES`."""
+    pins: dict[str, dict[int, sp.Expr]] = {}
+    for t in graph.tensors:
+        group, _, local = t.name.partition(".")
+        if group not in _RECURRENT_GROUPS:
+            continue
+        for part in ("mlp.", "no_mlp.", "local.", "dense."):
+            local = local.removeprefix(part)
+        axis = RECURRENT_AXES.get(local)
+        if axis is None:
+            continue
+        if local in _QUADRATIC and len(t.shape) == 5:
+            axis = 1
+        pins[t.name] = {axis: tp}
+    return pins
+
 
 #: Elementwise ops linear in a partial sum without being a sum: the shared expert's
 #: output times its sigmoid gate (Qwen2-MoE).
@@ -129,6 +174,7 @@ def tensor_parallel_plan(graph: Graph, tp: object, *, skip: frozenset[str] = fro
     tensors (axis -> divisor), for graphs the builder's names do not describe."""
     t = sp.Integer(tp) if isinstance(tp, int) else tp
     assert isinstance(t, sp.Expr)
+    pins = {**recurrent_pins(graph, t), **(pins or {})}
     kv = _kv_heads(graph)
     reduce: set[str] = set()
     for _ in range(len(graph.tensors) + 1):

@@ -23,7 +23,7 @@ from symroof.ir import Graph, Tensor
 from symroof.options import Saves
 from symroof.workloads.attention import ElementwiseFlops, FusionGroup
 
-__all__ = ["TransformerShape", "LatentShape", "LayerGroup", "Builder", "DROPOUT_FLOPS"]
+__all__ = ["TransformerShape", "LatentShape", "LayerGroup", "Builder", "DROPOUT_FLOPS", "MIXERS"]
 
 #: FLOPs per element of each half of a dropout (drawing the mask; scaling by it), counted
 #: only with ``ops="all"``.
@@ -50,20 +50,40 @@ class LatentShape(Protocol):
     def v_dim(self) -> sp.Expr: ...      # d_v: per-head value width
 
 
+#: Token mixers a layer group may run, with the prefix of their ops and weights (hybrid
+#: models, :mod:`symroof.workloads.recurrent`): attention; a Mamba-2 (SSD) mixer; both
+#: side by side on the same normed input, their outputs summed (Falcon-H1); an LFM2
+#: short-convolution block; a Mamba-1 (selective scan) mixer (Jamba); a gated DeltaNet
+#: (Qwen3-Next's linear attention); none (a layer that is only an MLP, as Nemotron-H's).
+MIXERS = {"attention": "", "mamba2": "mamba.", "parallel": "parallel.", "shortconv": "conv.",
+          "mamba1": "mamba1.", "deltanet": "delta.", "none": "mlp_only."}
+
+
 @dataclass(frozen=True)
 class LayerGroup:
     """``count`` layers of one kind: windowed attention or not, a mixture of experts or a
-    dense MLP. ``prefix`` names its ops and weights ("" for the model's main kind)."""
+    dense MLP. ``prefix`` names its ops and weights ("" for the model's main kind).
+    A hybrid model's groups also say their token ``mixer`` (:data:`MIXERS`) and whether
+    the layer has an MLP at all (``ffn``)."""
 
     count: sp.Expr
     windowed: bool = False
     moe: bool = False
     dense_in_moe: bool = False   # a dense MLP layer of a mixture-of-experts model
+    mixer: str = "attention"     # a key of MIXERS
+    ffn: bool = True             # the layer has an MLP (or experts) after its mixer
 
     @property
     def prefix(self) -> str:
-        """``local.`` for windowed layers, ``dense.`` for a MoE model's dense layers."""
-        return ("local." if self.windowed else "") + ("dense." if self.dense_in_moe else "")
+        """``local.`` for windowed layers, ``dense.`` for a MoE model's dense layers (a
+        hybrid's: ``mamba.`` (``mamba.mlp.`` with an MLP), ``parallel.``, ``mlp_only.``,
+        ``no_mlp.`` before them)."""
+        if self.mixer in ("mamba2", "mamba1", "deltanet"):  # those with an MLP say so
+            ffn = "mlp." if self.ffn else ""
+        else:
+            ffn = "" if self.ffn else "no_mlp."
+        return (MIXERS[self.mixer] + ffn + ("local." if self.windowed else "")
+                + ("dense." if self.dense_in_moe else ""))
 
     @property
     def block(self) -> str:

@@ -34,6 +34,8 @@ from symroof.workloads.builder import Builder, LayerGroup, LatentShape, Transfor
 from symroof.workloads.dropout import attention_core_with_dropout
 from symroof.workloads.experts import moe_mlp
 from symroof.workloads.latent import latent_attention
+from symroof.workloads.recurrent import (deltanet_mixer, mamba1_mixer, mamba2_mixer,
+                                         short_conv_mixer)
 
 __all__ = ["TransformerShape", "LatentShape", "LayerGroup", "Choices", "forward_graph",
            "weight_tensors", "kv_cache_tensors"]
@@ -84,6 +86,9 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
                                 unfused=c.unfused, kv_write=c.kv_write)
     per = m.heads / m.kv_heads
     q = b.linear(h, "W_q", m.d_model, m.q_dim, "q_proj", m.qkv_bias)
+    # Qwen3-Next: an output gate sigmoid(h W_g) per query channel (q_proj twice as wide)
+    gate = b.linear(h, "W_q_gate", m.d_model, m.q_dim, "q_gate_proj", m.qkv_bias) \
+        if getattr(m, "attn_output_gate", False) else None
     k = b.linear(h, "W_k", m.d_model, m.kv_dim, "k_proj", m.qkv_bias)
     v = b.linear(h, "W_v", m.d_model, m.kv_dim, "v_proj", m.qkv_bias)
     if m.qk_norm == "head":  # RMSNorm over each head's values (Qwen3, Gemma 3)
@@ -132,6 +137,8 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
     if kernel is not None:
         b.fusions.append(kernel)
     o = g.view(o, (batch, seq, m.q_dim), name=b.n("o_heads"))
+    if gate is not None:
+        o = g.elementwise(o, gate, name=b.n("attn_gate"), flops_per_element=fl.gate + 4)
     return b.linear(o, "W_o", m.q_dim, m.d_model, "o_proj", m.o_bias)
 
 
@@ -146,6 +153,26 @@ def _per_head_norm(b: Builder, t: Tensor, name: str, heads: sp.Expr, batch: sp.E
                            saves=Saves.NORM if m.norm == "layernorm" else Saves.RMS_NORM)
 
 
+def _mixer(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Expr,
+           context: sp.Expr, decode: bool, c: Choices) -> Tensor:
+    """The layer's token mixer (:data:`MIXERS`): attention, a Mamba-2 mixer, both on the
+    same input with their outputs summed (Falcon-H1), or a short-convolution block."""
+    if grp.mixer == "attention":
+        return _attention(b, h, grp, batch=batch, seq=seq, context=context, decode=decode, c=c)
+    if grp.mixer == "shortconv":
+        return short_conv_mixer(b, h, batch=batch, seq=seq, decode=decode)
+    if grp.mixer == "mamba1":
+        return mamba1_mixer(b, h, batch=batch, seq=seq, decode=decode)
+    if grp.mixer == "deltanet":
+        return deltanet_mixer(b, h, batch=batch, seq=seq, decode=decode)
+    ssm = mamba2_mixer(b, h, batch=batch, seq=seq, decode=decode)
+    if grp.mixer == "mamba2":
+        return ssm
+    a = _attention(b, h, grp, batch=batch, seq=seq, context=context, decode=decode, c=c)
+    return b.g.elementwise(a, ssm, name=b.n("mixer_sum"), flops_per_element=b.fl.residual,
+                           linear=True)
+
+
 def _layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Expr,
            context: sp.Expr, decode: bool, c: Choices) -> Tensor:
     """One layer: norm, attention, residual; norm, MLP (or experts), residual. Gemma's
@@ -155,14 +182,17 @@ def _layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Ex
     if getattr(m, "parallel", False):
         return _parallel_layer(b, x, grp, batch=batch, seq=seq, context=context,
                                decode=decode, c=c)
-    a = _attention(b, b.norm(x, "attn_norm"), grp, batch=batch, seq=seq, context=context,
+    if grp.mixer != "none":
+        a = _mixer(b, b.norm(x, "attn_norm"), grp, batch=batch, seq=seq, context=context,
                    decode=decode, c=c)
-    if m.post_norms:
-        a = b.norm(a, "post_attn_norm")
-    if c.dropout:
-        a = b.dropout(a, "attn_out_dropout", m.hidden_dropout)
-    x = g.elementwise(x, a, name=b.n("residual_attn"), flops_per_element=fl.residual,
-                      linear=True)
+        if m.post_norms:
+            a = b.norm(a, "post_attn_norm")
+        if c.dropout:
+            a = b.dropout(a, "attn_out_dropout", m.hidden_dropout)
+        x = g.elementwise(x, a, name=b.n("residual_attn"), flops_per_element=fl.residual,
+                          linear=True)
+    if not grp.ffn:  # a hybrid's mixer-only layer
+        return x
     h = b.norm(x, "mlp_norm")
     if grp.moe:
         y = moe_mlp(b, h, batch, seq, c.expert_reads)

@@ -253,6 +253,10 @@ ENTRIES: Mapping[str, Entry] = MappingProxyType({e.name: e for e in (
           "decode", _symbols("B", "S"), model=True, pipeline=("fuse", "shard")),
     Entry("training", "one training step over B x S tokens (--model)", _MODEL, "training",
           _symbols("B", "S"), model=True, pipeline=("fuse", "backward", "optimizer_step")),
+    Entry("ssd", "the chunked Mamba-2 scan alone over S tokens: H heads of P channels, state "
+          "N, chunks of Q (--groups G)", "symroof.workloads.recurrent", "ssd",
+          _symbols("S", "H", "P", "N", "Q"), numbers=("groups",),
+          pipeline=("fuse",)),
 )})
 
 

@@ -1,0 +1,438 @@
+"""Read the config.json of a state-space or hybrid family into a :class:`HybridModel`.
+
+Families (``model_type``, transformers 5.24) and where each reads its layer pattern:
+
+- ``mamba2``: every layer a Mamba-2 mixer (no attention, no MLP);
+- ``bamba``: attention on ``attn_layer_indices`` (or ``layers_block_type``), Mamba-2
+  elsewhere, a gated MLP on every layer;
+- ``granitemoehybrid``: ``layer_types`` / ``layers_block_type`` (``mamba`` or
+  ``attention``, the new names ``linear_attention`` / ``full_attention`` too); every
+  layer routed experts (``num_local_experts``; none when 0) plus a shared gated MLP of
+  ``shared_intermediate_size``;
+- ``falcon_h1``: every layer attention and Mamba-2 side by side on the same normed input
+  (their outputs summed), then a gated MLP;
+- ``nemotron_h``: ``layers_block_type`` / ``layer_types`` or the legacy
+  ``hybrid_override_pattern`` (``M`` Mamba-2, ``*`` attention, ``-`` MLP, ``E`` experts),
+  each layer one block: a norm, the mixer or MLP, a residual; the MLP and the experts
+  are not gated (ReLU^2, counted as a ReLU under ``ops="all"``);
+- ``lfm2``: ``layer_types`` (``conv`` or ``full_attention``; else ``full_attn_idxs``):
+  a gated short-convolution block (:class:`ShortConv`, ``conv_L_cache`` taps) or attention
+  with per-head query/key norms, then a gated MLP whose width transformers adjusts
+  (``block_auto_adjust_ff_dim``: 2/3 of ``intermediate_size``, times
+  ``block_ffn_dim_multiplier``, rounded up to ``block_multiple_of``);
+- ``qwen3_next``: ``layer_types`` (``linear_attention``: a gated DeltaNet,
+  :class:`GatedDeltaNet`; ``full_attention``: attention with per-head q/k norms and an
+  output gate); experts with a gated shared expert on every ``decoder_sparse_step``-th
+  layer outside ``mlp_only_layers``, a gated MLP elsewhere;
+- ``olmo_hybrid``: ``layer_types`` (gated DeltaNet or attention with q/k norms over all
+  heads, rotary only with ``rope_parameters``); its attention layers put their norms
+  after attention and after the MLP (OLMo 2), counted as the same two norms before them
+  (the same parameters and the same work);
+- ``mamba``: every layer a Mamba-1 mixer (:class:`Mamba1`, no dt/B/C norms);
+- ``jamba``: attention where ``layer % attn_layer_period == attn_layer_offset``, Mamba-1
+  (:class:`Mamba1`) elsewhere; experts where ``layer % expert_layer_period ==
+  expert_layer_offset``, a gated MLP elsewhere; no position embedding.
+
+The Mamba-2 widths come from each family's own fields (``mamba_n_heads``,
+``mamba_d_head``, ``mamba_d_state``, ... or Mamba2's ``num_heads``, ``head_dim``,
+``state_size``, ...); heads x head width must equal the mixer's inner width (``expand x
+hidden_size``, Falcon-H1's ``mamba_d_ssm``, Nemotron-H's heads x head width by
+definition), and the groups must divide the heads: else a SymroofError naming the
+fields. Families that use a mixer symroof does not model are refused by name
+(:data:`REFUSED`); so are fields that change the cost and are not modelled.
+
+>>> m = from_hybrid_fields({"model_type": "mamba2", "hidden_size": 64, "num_heads": 8,
+...     "head_dim": 16, "expand": 2, "state_size": 16, "n_groups": 2,
+...     "num_hidden_layers": 2, "vocab_size": 100}, "mamba2", "tiny")
+>>> m.ssm.inner, m.ssm_layers, m.attention_layers
+(128, 2, 0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from symroof.errors import SymroofError
+from symroof.models.hf_fields import Fields
+from symroof.models.hybrid import (GatedDeltaNet, HybridModel, Mamba1, Mamba2, ShortConv,
+                                   hybrid, pattern_groups)
+from symroof.precision import bytes_per_value
+
+__all__ = ["HYBRID_FAMILIES", "REFUSED", "from_hybrid_fields"]
+
+HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2",
+                   "jamba", "mamba", "qwen3_next", "olmo_hybrid")
+
+#: Families with a state-space or linear-attention mixer symroof does not model, and why.
+REFUSED = {
+    "falcon_mamba": "its Mamba-1 mixers normalise dt, B and C without weights, which is not "
+                    "modelled (Mamba's and Jamba's Mamba-1 are)",
+    "zamba": "Mamba-1 mixers and shared attention blocks are not modelled",
+    "zamba2": "its shared transformer blocks (one block's weights reused at every hybrid "
+              "layer, with per-layer LoRA adapters and the embeddings concatenated to its "
+              "input) are not modelled",
+    "lfm2_moe": "LFM2-MoE's experts (with their own routing and dense layers) are not "
+                "modelled with short-convolution blocks; dense LFM2 is",
+    "kimi_linear": "Kimi Delta Attention layers are not modelled",
+    "minimax": "lightning (linear) attention layers are not modelled",
+}
+
+#: Each family's config.json keys for the Mamba-2 widths: heads, head width, state,
+#: groups, conv taps, chunk, conv bias, projection bias.
+_SSM_KEYS = {
+    "mamba2": ("num_heads", "head_dim", "state_size", "n_groups", "conv_kernel", "chunk_size",
+               "use_conv_bias", "use_bias"),
+    "nemotron_h": ("mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups",
+                   "conv_kernel", "chunk_size", "use_conv_bias", "mamba_proj_bias"),
+}
+_MAMBA_PREFIXED = ("mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups",
+                   "mamba_d_conv", "mamba_chunk_size", "mamba_conv_bias", "mamba_proj_bias")
+#: transformers 5.24's defaults for the keys above, per family.
+_SSM_DEFAULTS = {
+    "mamba2": (128, 64, 128, 8, 4, 256, True, False),
+    "nemotron_h": (128, 64, 128, 8, 4, 128, True, False),
+    "bamba": (128, 64, 256, 1, 4, 256, True, False),
+    "granitemoehybrid": (128, 64, 256, 1, 4, 256, True, False),
+    "falcon_h1": (128, 8, 256, 1, 4, 256, True, False),
+}
+_LEGACY = {"mamba": "linear_attention", "attention": "full_attention"}
+_NEMOTRON = {"M": "linear_attention", "*": "full_attention", "-": "mlp", "E": "moe"}
+_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+
+
+def _ssm(f: Fields, kind: str, d: int) -> Mamba2:
+    keys = _SSM_KEYS.get(kind, _MAMBA_PREFIXED)
+    dflt = _SSM_DEFAULTS[kind]
+    heads, hd, state, groups, conv, chunk = (f.dim(k, v) for k, v in zip(keys[:6], dflt[:6]))
+    conv_bias, proj_bias = f.flag(keys[6], dflt[6]), f.flag(keys[7], dflt[7])
+    inner_key = "mamba_d_ssm" if kind == "falcon_h1" and f.cfg.get("mamba_d_ssm") is not None \
+        else None
+    if kind == "nemotron_h":
+        inner = heads * hd
+    elif inner_key is not None:
+        inner = f.dim(inner_key)
+    else:
+        expand = f.cfg.get("mamba_expand" if kind in ("bamba", "granitemoehybrid", "falcon_h1")
+                           else "expand", 2)
+        if not isinstance(expand, (int, float)) or isinstance(expand, bool) or expand <= 0:
+            raise SymroofError(f"{f.where}: field 'expand' must be a positive number, got "
+                               f"{expand!r}")
+        inner = int(expand * d)
+        inner_key = f"{'mamba_' if kind != 'mamba2' else ''}expand x hidden_size"
+    if heads * hd != inner:
+        raise SymroofError(f"{f.where}: fields {keys[0]!r} {heads} x {keys[1]!r} {hd} = "
+                           f"{heads * hd} must equal the mixer's inner width {inner_key} = "
+                           f"{inner}")
+    if heads % groups:
+        raise SymroofError(f"{f.where}: field {keys[3]!r} {groups} does not divide the "
+                           f"{heads} SSM heads ({keys[0]!r})")
+    state_bytes = None
+    cache = f.cfg.get("mamba_ssm_cache_dtype")
+    if cache is not None:
+        if cache not in _DTYPES:
+            raise SymroofError(f"{f.where}: field 'mamba_ssm_cache_dtype' {cache!r}: expected "
+                               f"one of {', '.join(_DTYPES)}")
+        state_bytes = bytes_per_value(_DTYPES[cache])
+    gated = f.flag("mamba_rms_norm", False) if kind == "falcon_h1" else True
+    return Mamba2(heads=heads, head_dim=hd, state=state, groups=groups, conv_kernel=conv,
+                  chunk=chunk, conv_bias=conv_bias, proj_bias=proj_bias, gated_norm=gated,
+                  state_bytes=state_bytes)
+
+
+def _types(f: Fields, kind: str, layers: int | None) -> list[str]:
+    """Each layer's block type in transformers 5.24's names."""
+    raw: object
+    allowed: tuple[str, ...]
+    if kind == "nemotron_h":
+        raw = f.cfg.get("layers_block_type", f.cfg.get("layer_types"))
+        key = "layers_block_type" if "layers_block_type" in f.cfg else "layer_types"
+        pattern = f.cfg.get("hybrid_override_pattern")
+        if raw is None and isinstance(pattern, str):
+            key = "hybrid_override_pattern"
+            bad = sorted(set(pattern) - set(_NEMOTRON))
+            if bad:
+                raise SymroofError(f"{f.where}: field 'hybrid_override_pattern' has {bad!r}; "
+                                   f"expected characters of {''.join(_NEMOTRON)!r}")
+            raw = [_NEMOTRON[c] for c in pattern]
+        allowed = ("linear_attention", "full_attention", "mlp", "moe")
+    elif kind == "bamba" and f.cfg.get("layers_block_type") is None:
+        n = layers or 0
+        key, idx = "attn_layer_indices", f.indices("attn_layer_indices", n)
+        raw = ["full_attention" if i in idx else "linear_attention" for i in range(n)]
+        allowed = ("linear_attention", "full_attention")
+    else:
+        key = "layers_block_type" if "layers_block_type" in f.cfg else "layer_types"
+        raw = f.cfg.get(key)
+        if raw is None:
+            raw = ["linear_attention"] * (layers or 0)
+        allowed = ("linear_attention", "full_attention")
+    if not isinstance(raw, list) or not raw:
+        raise SymroofError(f"{f.where}: field {key!r} must be a list of layer types, got "
+                           f"{raw!r}"[:300])
+    types = [_LEGACY.get(t, t) if isinstance(t, str) else t for t in raw]
+    odd = sorted({str(t) for t in types if t not in allowed})
+    if odd:
+        raise SymroofError(f"{f.where}: field {key!r} lists {', '.join(odd)}; expected "
+                           f"{', '.join(allowed)}"[:300])
+    if layers is not None and len(types) != layers:
+        raise SymroofError(f"{f.where}: field {key!r} lists {len(types)} layers, "
+                           f"'num_hidden_layers' is {layers}: the layer pattern must cover "
+                           "every layer")
+    return types
+
+
+def _refuse(f: Fields, kind: str) -> None:
+    if kind == "nemotron_h" and f.given("moe_latent_size"):
+        raise SymroofError(f"{f.where}: field 'moe_latent_size' is set: experts on a latent "
+                           "projection are not modelled")
+    if kind == "nemotron_h" and f.given("sliding_window"):
+        raise SymroofError(f"{f.where}: field 'sliding_window' is set: windowed attention in "
+                           "a hybrid is not modelled")
+    if kind == "nemotron_h" and f.given("num_nextn_predict_layers"):
+        raise SymroofError(f"{f.where}: field 'num_nextn_predict_layers' is set: "
+                           "multi-token prediction layers are not modelled")
+    if kind == "falcon_h1" and f.flag("projectors_bias", False):
+        raise SymroofError(f"{f.where}: field 'projectors_bias' true is not modelled")
+
+
+def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
+                       where: str = "config.json") -> HybridModel:
+    """A hybrid model from a parsed config.json of one of :data:`HYBRID_FAMILIES` (the
+    general refusals of :mod:`symroof.models.hf_fields` are the caller's)."""
+    if kind in REFUSED:
+        raise SymroofError(f"{where}: model_type {kind!r} is not modelled: {REFUSED[kind]}")
+    f = Fields(cfg, where)
+    _refuse(f, kind)
+    if kind == "lfm2":
+        return _lfm2(f, label)
+    if kind in ("qwen3_next", "olmo_hybrid"):
+        return _qwen3_next(f, label) if kind == "qwen3_next" else _olmo_hybrid(f, label)
+    if kind in ("jamba", "mamba"):
+        return _jamba(f, label) if kind == "jamba" else _mamba1(f, label)
+    d = f.dim("hidden_size")
+    given = f.cfg.get("num_hidden_layers")
+    layers = None if kind == "nemotron_h" and given is None else f.layers("num_hidden_layers")
+    types = _types(f, kind, layers)
+    ssm = _ssm(f, kind, d)
+    common = dict(name=label, layers=len(types), d_model=d, vocab=f.dim("vocab_size"),
+                  norm="rmsnorm",
+                  tied_embeddings=f.flag("tie_word_embeddings", False), ssm=ssm)
+    if kind == "mamba2":
+        if any(t != "linear_attention" for t in types):
+            raise SymroofError(f"{where}: field 'layer_types': mamba2 has only Mamba-2 layers")
+        return hybrid(heads=ssm.heads, head_dim=ssm.head_dim, d_ff=d,
+                      groups=pattern_groups([("mamba2", "none")] * len(types),
+                                            moe_model=False), **common)
+    heads = f.dim("num_attention_heads")
+    attn = dict(heads=heads, kv_heads=f.dim("num_key_value_heads", heads),
+                head_dim=f.dim("head_dim", d // heads), qkv_bias=f.flag("attention_bias", False))
+    mixer = {"linear_attention": "mamba2", "full_attention": "attention"}
+    if kind == "falcon_h1":
+        kinds = [("parallel", "dense")] * len(types)
+        extra = dict(d_ff=f.dim("intermediate_size"), mlp="gated", positions="rotary")
+    elif kind == "bamba":
+        kinds = [(mixer[t], "dense") for t in types]
+        extra = dict(d_ff=f.dim("intermediate_size"), mlp="gated", positions="rotary")
+    elif kind == "granitemoehybrid":
+        e = f.count("num_local_experts", 8)
+        mlp = "moe" if e > 0 else "dense"
+        kinds = [(mixer[t], mlp) for t in types]
+        rope = f.cfg.get("position_embedding_type") == "rope"
+        extra = dict(mlp="gated", positions="rotary" if rope else None)
+        if e > 0:
+            extra.update(d_ff=f.dim("intermediate_size"), experts=e,
+                         experts_per_token=f.dim("num_experts_per_tok", 2),
+                         shared_d_ff=f.dim("shared_intermediate_size", 1024))
+        else:
+            extra.update(d_ff=f.dim("shared_intermediate_size", 1024))
+    else:  # nemotron_h: one block per layer
+        block = {"linear_attention": ("mamba2", "none"), "full_attention": ("attention", "none"),
+                 "mlp": ("none", "dense"), "moe": ("none", "moe")}
+        kinds = [block[t] for t in types]
+        extra = dict(d_ff=f.dim("intermediate_size"), mlp="plain", activation="relu",
+                     positions=None)
+        if any(k[1] == "moe" for k in kinds):
+            shared = f.count("n_shared_experts", 1) * f.dim("moe_shared_expert_intermediate_size",
+                                                            7688)
+            extra.update(experts=f.dim("n_routed_experts", 8),
+                         experts_per_token=f.dim("num_experts_per_tok", 2),
+                         expert_d_ff=f.dim("moe_intermediate_size", 7688),
+                         **({"shared_d_ff": shared} if shared else {}))
+        attn["qkv_bias"] = f.flag("attention_bias", False)
+    moe = any(k[1] == "moe" for k in kinds)
+    model = hybrid(groups=pattern_groups(kinds, moe_model=moe, what=f"{where} layer pattern"),
+                   **common, **attn, **extra)
+    out = model.replace(o_bias=attn["qkv_bias"], mlp_bias=f.flag("mlp_bias", False))
+    assert isinstance(out, HybridModel)  # replace keeps the class
+    return out
+
+
+def _lfm2_ffn(f: Fields) -> int:
+    """LFM2's MLP width as transformers 5.24 derives it from ``intermediate_size``."""
+    width = f.dim("intermediate_size", 12288)
+    if not f.flag("block_auto_adjust_ff_dim", True):
+        return width
+    width = int(2 * width / 3)
+    mult = f.cfg.get("block_ffn_dim_multiplier", 1.0)
+    if mult is not None:
+        if isinstance(mult, bool) or not isinstance(mult, (int, float)) or mult <= 0:
+            raise SymroofError(f"{f.where}: field 'block_ffn_dim_multiplier' must be a "
+                               f"positive number, got {mult!r}")
+        step = f.dim("block_multiple_of", 256)
+        width = step * ((int(mult * width) + step - 1) // step)
+    return width
+
+
+def _lfm2(f: Fields, label: str) -> HybridModel:
+    layers = f.layers("num_hidden_layers")
+    types = f.cfg.get("layer_types")
+    if types is None:
+        idx = f.indices("full_attn_idxs", layers) if "full_attn_idxs" in f.cfg \
+            else set(range(layers))
+        types = ["full_attention" if i in idx else "conv" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or any(
+            t not in ("conv", "full_attention") for t in types):
+        raise SymroofError(f"{f.where}: field 'layer_types' must list {layers} entries of conv "
+                           f"or full_attention, got {types!r}"[:300])
+    d, heads = f.dim("hidden_size"), f.dim("num_attention_heads")
+    kinds = [("attention" if t == "full_attention" else "shortconv", "dense") for t in types]
+    conv = ShortConv(conv_kernel=f.dim("conv_L_cache", 3), conv_bias=f.flag("conv_bias", False))
+    return hybrid(name=label, layers=layers, d_model=d, heads=heads,
+                  kv_heads=f.dim("num_key_value_heads", heads),
+                  head_dim=f.dim("head_dim", d // heads),
+                  d_ff=_lfm2_ffn(f), vocab=f.dim("vocab_size"), mlp="gated", norm="rmsnorm",
+                  positions="rotary", qk_norm="head",
+                  tied_embeddings=f.flag("tie_word_embeddings", True), short_conv=conv,
+                  groups=pattern_groups(kinds, moe_model=False,
+                                        what=f"{f.where} layer pattern"))
+
+
+def _dt_rank(f: Fields, key: str, d: int) -> int:
+    rank = f.cfg.get(key, "auto")
+    if rank == "auto":
+        rank = -(-d // 16)  # transformers: math.ceil(hidden_size / 16)
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank <= 0:
+        raise SymroofError(f"{f.where}: field {key!r} must be a positive integer or 'auto', "
+                           f"got {rank!r}")
+    return rank
+
+
+def _mamba1(f: Fields, label: str) -> HybridModel:
+    layers, d = f.layers("num_hidden_layers"), f.dim("hidden_size")
+    inner = f.dim("intermediate_size", f.dim("expand", 2) * d)
+    mixer = Mamba1(inner=inner, state=f.dim("state_size", 16),
+                   dt_rank=_dt_rank(f, "time_step_rank", d),
+                   conv_kernel=f.dim("conv_kernel", 4), conv_bias=f.flag("use_conv_bias", True),
+                   proj_bias=f.flag("use_bias", False), norms=False)
+    return hybrid(name=label, layers=layers, d_model=d, heads=1, head_dim=1, d_ff=d,
+                  vocab=f.dim("vocab_size"), norm="rmsnorm",
+                  tied_embeddings=f.flag("tie_word_embeddings", True), mamba1=mixer,
+                  groups=pattern_groups([("mamba1", "none")] * layers, moe_model=False))
+
+
+def _jamba(f: Fields, label: str) -> HybridModel:
+    layers = f.layers("num_hidden_layers")
+    d, heads = f.dim("hidden_size"), f.dim("num_attention_heads")
+    ap, ao = f.dim("attn_layer_period", 8), f.count("attn_layer_offset", 4)
+    ep, eo = f.dim("expert_layer_period", 2), f.count("expert_layer_offset", 1)
+    for key, period, offset in (("attn_layer_offset", ap, ao), ("expert_layer_offset", ep, eo)):
+        if offset >= period:
+            raise SymroofError(f"{f.where}: field {key!r} {offset} must be below its period "
+                               f"{period}")
+    experts = f.dim("num_experts", 16)
+    moe = experts > 1
+    kinds = [("attention" if i % ap == ao else "mamba1",
+              "moe" if moe and i % ep == eo else "dense") for i in range(layers)]
+    rank = _dt_rank(f, "mamba_dt_rank", d) if "mamba_dt_rank" in f.cfg else 256
+    expand = f.dim("mamba_expand", 2)
+    mixer = Mamba1(inner=expand * d, state=f.dim("mamba_d_state", 16), dt_rank=rank,
+                   conv_kernel=f.dim("mamba_d_conv", 4), conv_bias=f.flag("mamba_conv_bias", True),
+                   proj_bias=f.flag("mamba_proj_bias", False))
+    extra: dict[str, Any] = {}
+    if moe and any(k[1] == "moe" for k in kinds):
+        extra = dict(experts=experts, experts_per_token=f.dim("num_experts_per_tok", 2))
+    return hybrid(name=label, layers=layers, d_model=d, heads=heads,
+                  kv_heads=f.dim("num_key_value_heads", heads), d_ff=f.dim("intermediate_size"),
+                  vocab=f.dim("vocab_size"), mlp="gated", norm="rmsnorm", positions=None,
+                  tied_embeddings=f.flag("tie_word_embeddings", False), mamba1=mixer,
+                  groups=pattern_groups(kinds, moe_model=bool(extra),
+                                        what=f"{f.where} layer pattern"), **extra)
+
+
+def _qwen3_next(f: Fields, label: str) -> HybridModel:
+    layers = f.layers("num_hidden_layers")
+    types = _linear_types(f, layers)
+    d, heads = f.dim("hidden_size"), f.dim("num_attention_heads")
+    experts = f.count("num_experts", 512)
+    step = f.dim("decoder_sparse_step", 1)
+    only = f.indices("mlp_only_layers", layers)
+    moe_at = [experts > 0 and i not in only and (i + 1) % step == 0 for i in range(layers)]
+    kinds = [("attention" if t == "full_attention" else "deltanet", "moe" if e else "dense")
+             for t, e in zip(types, moe_at)]
+    extra: dict[str, Any] = {}
+    if any(moe_at):
+        if experts == 1:
+            raise SymroofError(f"{f.where}: field 'num_experts' 1: a mixture of one expert is "
+                               "not modelled")
+        extra = dict(experts=experts, experts_per_token=f.dim("num_experts_per_tok", 10),
+                     expert_d_ff=f.dim("moe_intermediate_size", 512))
+        shared = f.count("shared_expert_intermediate_size", 512)
+        if shared:
+            extra.update(shared_d_ff=shared, shared_gate=True)
+        if extra["expert_d_ff"] == f.dim("intermediate_size"):
+            del extra["expert_d_ff"]
+    delta = GatedDeltaNet(f.dim("linear_num_key_heads", 16), f.dim("linear_key_head_dim", 128),
+                          f.dim("linear_num_value_heads", 32),
+                          f.dim("linear_value_head_dim", 128),
+                          conv_kernel=f.dim("linear_conv_kernel_dim", 4), chunk=64)
+    bias = f.flag("attention_bias", False)
+    model = hybrid(name=label, layers=layers, d_model=d, heads=heads,
+                   kv_heads=f.dim("num_key_value_heads", heads),
+                   head_dim=f.dim("head_dim", 256), d_ff=f.dim("intermediate_size"),
+                   vocab=f.dim("vocab_size"), mlp="gated", norm="rmsnorm",
+                   positions="rotary", qk_norm="head", qkv_bias=bias,
+                   tied_embeddings=f.flag("tie_word_embeddings", False), deltanet=delta,
+                   attn_output_gate=True,
+                   groups=pattern_groups(kinds, moe_model=bool(extra),
+                                         what=f"{f.where} layer pattern"), **extra)
+    out = model.replace(o_bias=bias)
+    assert isinstance(out, HybridModel)  # replace keeps the class
+    return out
+
+
+def _linear_types(f: Fields, layers: int) -> list[str]:
+    types = f.cfg.get("layer_types")
+    if types is None:  # transformers 5.24's default: full attention every 4th layer
+        types = ["full_attention" if (i + 1) % 4 == 0 else "linear_attention"
+                 for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or any(
+            t not in ("linear_attention", "full_attention") for t in types):
+        raise SymroofError(f"{f.where}: field 'layer_types' must list {layers} entries of "
+                           f"linear_attention or full_attention, got {types!r}"[:300])
+    return types
+
+
+def _olmo_hybrid(f: Fields, label: str) -> HybridModel:
+    layers = f.layers("num_hidden_layers")
+    types = _linear_types(f, layers)
+    d, heads = f.dim("hidden_size"), f.dim("num_attention_heads")
+    rope = f.cfg.get("rope_parameters")
+    rotary = isinstance(rope, Mapping) and rope.get("rope_theta") is not None
+    delta = GatedDeltaNet(f.dim("linear_num_key_heads", 30), f.dim("linear_key_head_dim", 96),
+                          f.dim("linear_num_value_heads", 30),
+                          f.dim("linear_value_head_dim", 192),
+                          conv_kernel=f.dim("linear_conv_kernel_dim", 4), chunk=64)
+    bias = f.flag("attention_bias", False)
+    kinds = [("attention" if t == "full_attention" else "deltanet", "dense") for t in types]
+    model = hybrid(name=label, layers=layers, d_model=d, heads=heads,
+                   kv_heads=f.dim("num_key_value_heads", heads),
+                   head_dim=f.dim("head_dim", d // heads), d_ff=f.dim("intermediate_size"),
+                   vocab=f.dim("vocab_size"), mlp="gated", norm="rmsnorm",
+                   positions="rotary" if rotary else None, qk_norm="full", qkv_bias=bias,
+                   tied_embeddings=f.flag("tie_word_embeddings", False), deltanet=delta,
+                   groups=pattern_groups(kinds, moe_model=False,
+                                         what=f"{f.where} layer pattern"))
+    out = model.replace(o_bias=bias)
+    assert isinstance(out, HybridModel)  # replace keeps the class
+    return out

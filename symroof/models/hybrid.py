@@ -1,0 +1,382 @@
+"""Hybrid and state-space model descriptions: Mamba-2 widths and a layer pattern.
+
+A :class:`HybridModel` is a transformer description whose layers fall into groups by
+token mixer (attention, Mamba-2, both side by side, none) and MLP (dense, experts,
+none); the attention and MLP fields keep their transformer meaning for the layers that
+have them. Its decode cache holds the attention layers' K and V (growing with the
+context) and each Mamba-2 layer's conv and SSM states (fixed per sequence): memory,
+capacity and a decode step's traffic count both.
+
+>>> from symroof.symbols import L, D, dim
+>>> m = mamba2(layers=L, d_model=D, heads=dim("H"), head_dim=dim("P"), state=dim("N"))
+>>> m.state_bytes_per_sequence    # SSM state H P N, conv state 4 taps of x, B and C
+H*L*N*P*b + 4*H*L*P*b + 8*L*N*b
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+import sympy as sp
+
+from symroof.errors import SymroofError
+from symroof.ir import Kind, as_dim, as_expr
+from symroof.models.config import TransformerModel, transformer
+from symroof.symbols import b as _b
+from symroof.workloads.builder import MIXERS, LayerGroup
+from symroof.workloads.layers import forward_graph, kv_cache_tensors
+from symroof.workloads.recurrent import STATE_NAMES, Scan, ScanChoices
+
+__all__ = ["Mamba2", "Mamba1", "GatedDeltaNet", "ShortConv", "HybridModel", "hybrid", "mamba2",
+           "pattern_groups", "MLP_KINDS"]
+
+#: What follows a layer's mixer: a dense MLP, routed experts, or nothing.
+MLP_KINDS = ("dense", "moe", "none")
+
+
+@dataclass(frozen=True)
+class Mamba2:
+    """A Mamba-2 mixer's widths: ``heads`` H of ``head_dim`` P channels (inner width
+    I = H P), ``state`` N per channel, ``groups`` G of heads sharing B and C, a causal
+    conv of ``conv_kernel`` K taps over the I + 2 G N channels of x, B, C, chunks of
+    ``chunk`` Q positions, and the counting ``choices`` (:class:`ScanChoices`).
+    ``state_bytes``: bytes per SSM state value, ``conv_state_bytes`` per conv state value
+    (None: the model's ``kv_bytes``; Nemotron-H keeps its SSM state in fp32)."""
+
+    heads: sp.Expr
+    head_dim: sp.Expr
+    state: sp.Expr
+    groups: sp.Expr = sp.Integer(1)
+    conv_kernel: sp.Expr = sp.Integer(4)
+    chunk: sp.Expr = sp.Integer(256)
+    conv_bias: bool = True
+    proj_bias: bool = False
+    gated_norm: bool = True
+    state_bytes: sp.Expr | None = None
+    conv_state_bytes: sp.Expr | None = None
+    choices: ScanChoices = ScanChoices()
+
+    def __post_init__(self) -> None:
+        for f in ("heads", "head_dim", "state", "groups", "conv_kernel", "chunk"):
+            object.__setattr__(self, f, as_dim(getattr(self, f), f"ssm {f}"))
+        if self.heads.is_number and self.groups.is_number and self.heads % self.groups:
+            raise SymroofError(f"ssm n_groups {self.groups}: does not divide the "
+                               f"{self.heads} SSM heads")
+        if self.conv_kernel.is_number and self.conv_kernel < 2:
+            raise SymroofError(f"ssm conv_kernel {self.conv_kernel}: expected at least 2 taps")
+        for f in ("conv_bias", "proj_bias", "gated_norm"):
+            if not isinstance(getattr(self, f), bool):
+                raise SymroofError(f"ssm {f}: expected true or false, got {getattr(self, f)!r}")
+        for f in ("state_bytes", "conv_state_bytes"):
+            if getattr(self, f) is None:
+                continue
+            v = as_expr(getattr(self, f), f"ssm {f}")
+            if v.is_positive is False or (v.is_number and not v.is_positive):
+                raise SymroofError(f"ssm {f}: expected positive bytes, got {v}")
+            object.__setattr__(self, f, v)
+        if not isinstance(self.choices, ScanChoices):
+            raise SymroofError(f"ssm choices: expected a ScanChoices, got "
+                               f"{type(self.choices).__name__}")
+
+    @property
+    def inner(self) -> sp.Expr:
+        """I = H P, the width the mixer works at."""
+        return self.heads * self.head_dim
+
+    @property
+    def conv_dim(self) -> sp.Expr:
+        """Channels of the causal conv: I + 2 G N (x, B and C)."""
+        return self.inner + 2 * self.groups * self.state
+
+
+@dataclass(frozen=True)
+class Mamba1:
+    """A Mamba-1 (selective scan) mixer's widths, as Jamba's: ``inner`` I channels (each
+    with a state of ``state`` N), ``dt_rank`` R, a causal conv of ``conv_kernel`` taps,
+    RMSNorms on dt, B and C (``norms``), and the conv conventions in ``choices``."""
+
+    inner: sp.Expr
+    state: sp.Expr = sp.Integer(16)
+    dt_rank: sp.Expr = sp.Integer(256)
+    conv_kernel: sp.Expr = sp.Integer(4)
+    conv_bias: bool = True
+    proj_bias: bool = False
+    norms: bool = True
+    state_bytes: sp.Expr | None = None
+    conv_state_bytes: sp.Expr | None = None
+    choices: ScanChoices = ScanChoices(scan=Scan.SEQUENTIAL)
+
+    def __post_init__(self) -> None:
+        for f in ("inner", "state", "dt_rank", "conv_kernel"):
+            object.__setattr__(self, f, as_dim(getattr(self, f), f"mamba1 {f}"))
+        for f in ("conv_bias", "proj_bias", "norms"):
+            if not isinstance(getattr(self, f), bool):
+                raise SymroofError(f"mamba1 {f}: expected true or false, got "
+                                   f"{getattr(self, f)!r}")
+        if not isinstance(self.choices, ScanChoices):
+            raise SymroofError(f"mamba1 choices: expected a ScanChoices, got "
+                               f"{type(self.choices).__name__}")
+
+
+@dataclass(frozen=True)
+class GatedDeltaNet:
+    """A gated DeltaNet mixer's widths (Qwen3-Next's linear attention): ``key_heads`` of
+    ``key_dim`` for q and k, ``value_heads`` of ``value_dim`` for v and z (the state is
+    key_dim x value_dim per value head), a causal conv of ``conv_kernel`` taps over q, k,
+    v, chunks of ``chunk`` in prefill, and the conventions in ``choices``."""
+
+    key_heads: sp.Expr
+    key_dim: sp.Expr
+    value_heads: sp.Expr
+    value_dim: sp.Expr
+    conv_kernel: sp.Expr = sp.Integer(4)
+    chunk: sp.Expr = sp.Integer(64)
+    conv_bias: bool = False
+    state_bytes: sp.Expr | None = None
+    conv_state_bytes: sp.Expr | None = None
+    choices: ScanChoices = ScanChoices()
+
+    def __post_init__(self) -> None:
+        for f in ("key_heads", "key_dim", "value_heads", "value_dim", "conv_kernel", "chunk"):
+            object.__setattr__(self, f, as_dim(getattr(self, f), f"deltanet {f}"))
+        if self.key_heads.is_number and self.value_heads.is_number and \
+                self.value_heads % self.key_heads:
+            raise SymroofError(f"deltanet linear_num_key_heads {self.key_heads}: does not "
+                               f"divide the {self.value_heads} value heads")
+        if not isinstance(self.choices, ScanChoices):
+            raise SymroofError(f"deltanet choices: expected a ScanChoices, got "
+                               f"{type(self.choices).__name__}")
+
+
+@dataclass(frozen=True)
+class ShortConv:
+    """An LFM2 short-convolution block's depthwise causal conv: ``conv_kernel`` K taps
+    over the d_model channels (its conv state keeps K inputs per channel), biases on the
+    projections and the conv with ``conv_bias``; ``choices`` carries the conv conventions
+    (``conv_outputs``, ``state_write``)."""
+
+    conv_kernel: sp.Expr = sp.Integer(3)
+    conv_bias: bool = False
+    conv_state_bytes: sp.Expr | None = None
+    choices: ScanChoices = ScanChoices()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "conv_kernel", as_dim(self.conv_kernel, "short_conv L_cache"))
+        if self.conv_kernel.is_number and self.conv_kernel < 2:
+            raise SymroofError(f"short_conv L_cache {self.conv_kernel}: expected at least 2 "
+                               "taps")
+        if not isinstance(self.conv_bias, bool):
+            raise SymroofError(f"short_conv conv_bias: expected true or false, got "
+                               f"{self.conv_bias!r}")
+        if not isinstance(self.choices, ScanChoices):
+            raise SymroofError(f"short_conv choices: expected a ScanChoices, got "
+                               f"{type(self.choices).__name__}")
+
+
+@dataclass(frozen=True)
+class HybridModel(TransformerModel):
+    """A transformer description with a layer pattern (``groups``, which must cover every
+    layer) and the Mamba-2 widths (``ssm``) its mamba layers use."""
+
+    ssm: Mamba2 | None = None
+    groups: tuple[LayerGroup, ...] = ()
+    short_conv: ShortConv | None = None
+    mamba1: Mamba1 | None = None
+    deltanet: GatedDeltaNet | None = None
+    attn_output_gate: bool = False  # sigmoid(x W_g) times attention's output (Qwen3-Next)
+
+    def __post_init__(self) -> None:
+        where = f"model {self.name!r}"
+        if isinstance(self.groups, (tuple, list)):
+            object.__setattr__(self, "groups", tuple(
+                replace(g, count=as_dim(g.count, f"{where} layer pattern count"))
+                if isinstance(g, LayerGroup) else g for g in self.groups))
+        super().__post_init__()
+        if self.ssm is not None and not isinstance(self.ssm, Mamba2):
+            raise SymroofError(f"{where} ssm: expected a Mamba2, got {type(self.ssm).__name__}")
+        if not isinstance(self.groups, tuple) or not self.groups:
+            raise SymroofError(f"{where} layer pattern: expected a tuple of layer groups")
+        seen: set[str] = set()
+        for grp in self.groups:
+            self._check_group(grp, where)
+            if grp.prefix in seen:
+                raise SymroofError(f"{where} layer pattern: two groups of the kind "
+                                   f"{grp.prefix!r} (merge their counts)")
+            seen.add(grp.prefix)
+        covered = sp.expand(sp.Add(*(grp.count for grp in self.groups)))
+        if sp.expand(covered - self.layers) != 0:
+            raise SymroofError(f"{where} layer pattern: its groups cover {covered} layers, "
+                               f"the model has {self.layers} (num_hidden_layers)")
+
+    def _check_group(self, grp: LayerGroup, where: str) -> None:
+        if not isinstance(grp, LayerGroup):
+            raise SymroofError(f"{where} layer pattern: expected LayerGroup entries, got "
+                               f"{type(grp).__name__}")
+        if grp.mixer not in MIXERS:
+            raise SymroofError(f"{where} layer pattern mixer {grp.mixer!r}: expected one of "
+                               f"{', '.join(MIXERS)}")
+        if grp.mixer in ("mamba2", "parallel") and self.ssm is None:
+            raise SymroofError(f"{where} ssm: {grp.mixer} layers need the Mamba-2 widths")
+        if grp.mixer == "shortconv" and not isinstance(self.short_conv, ShortConv):
+            raise SymroofError(f"{where} short_conv: shortconv layers need a ShortConv")
+        if grp.mixer == "mamba1" and not isinstance(self.mamba1, Mamba1):
+            raise SymroofError(f"{where} mamba1: mamba1 layers need the Mamba-1 widths")
+        if grp.mixer == "deltanet" and not isinstance(self.deltanet, GatedDeltaNet):
+            raise SymroofError(f"{where} deltanet: deltanet layers need a GatedDeltaNet")
+        if grp.mixer == "none" and not grp.ffn:
+            raise SymroofError(f"{where} layer pattern: a layer with neither mixer nor MLP")
+        if grp.moe and self.experts == 1:
+            raise SymroofError(f"{where} layer pattern: an experts layer needs experts > 1")
+        if grp.windowed and self.window is None:
+            raise SymroofError(f"{where} layer pattern: a windowed layer needs a window")
+        if as_expr(grp.count, f"{where} layer pattern count").is_positive is False:
+            raise SymroofError(f"{where} layer pattern: a group of {grp.count} layers")
+
+    @cached_property
+    def layer_groups(self) -> tuple[LayerGroup, ...]:
+        """The layer pattern's groups."""
+        return self.groups
+
+    def count_params(self, *, active: bool = False, input_embedding: bool = True) -> sp.Expr:
+        """Parameters (see :meth:`TransformerModel.count_params`), read off a decode step's
+        graph: a one-token prefill would be shorter than the scan's chunk."""
+        g = forward_graph(self, batch=1, seq=1, context=1, decode=True)
+        total = []
+        for t in g.inputs:
+            if t.kind != Kind.WEIGHT or (not input_embedding and (
+                    t.name == "pos_embed" or (t.name == "embed" and not self.tied_embeddings))):
+                continue
+            routed = len(t.shape) == 3 and "conv_" not in t.name  # (experts, d_in, d_out)
+            share = self.experts_per_token / self.experts if active and routed else 1
+            total.append(g.count(t) * t.numel * share)
+        return sp.expand(sp.Add(*total))
+
+    @cached_property
+    def state_bytes_per_sequence(self) -> sp.Expr:
+        """Bytes of the recurrent states one sequence carries (conv and SSM states of
+        every mamba layer): fixed, whatever the context."""
+        return self._cache_bytes(1, state=True)
+
+    def attention_kv_bytes(self, context: object) -> sp.Expr:
+        """K and V bytes of one sequence at ``context`` positions (attention layers only)."""
+        return self._cache_bytes(context, state=False)
+
+    @cached_property
+    def kv_bytes_per_token(self) -> sp.Expr:
+        """KV bytes per token of context (attention layers only; the states are per
+        sequence: :attr:`state_bytes_per_sequence`)."""
+        return self.attention_kv_bytes(1)
+
+    def _cache_bytes(self, context: object, *, state: bool) -> sp.Expr:
+        return sp.expand(sp.Add(*(
+            count * t.nbytes for t, count in kv_cache_tensors(self, context)
+            if any(s in t.name for s in STATE_NAMES) == state)))
+
+    @property
+    def attention_layers(self) -> sp.Expr:
+        """Layers with attention (alone or beside a Mamba-2 mixer)."""
+        return sp.Add(*(g.count for g in self.groups if g.mixer in ("attention", "parallel")))
+
+    @property
+    def ssm_layers(self) -> sp.Expr:
+        """Layers with a recurrent mixer (Mamba-2 or a short convolution)."""
+        return sp.Add(*(g.count for g in self.groups
+                        if g.mixer in ("mamba2", "parallel", "shortconv", "mamba1",
+                                       "deltanet")))
+
+    def with_scan(self, choices: ScanChoices | None = None, **changes: object) -> HybridModel:
+        """The same model under other scan conventions: ``choices`` whole, or
+        :class:`ScanChoices` fields changed (``ScanChoices.torch()``: transformers' way).
+
+        >>> from symroof.symbols import L, D, dim
+        >>> m = mamba2(layers=L, d_model=D, heads=8, head_dim=64, state=128)
+        >>> m.with_scan(scan="sequential").ssm.choices.scan
+        <Scan.SEQUENTIAL: 'sequential'>
+        """
+        parts = [p for p in (self.ssm, self.short_conv, self.mamba1, self.deltanet)
+                 if p is not None]
+        if not parts:
+            raise SymroofError(f"model {self.name!r}: no recurrent layers to set scan "
+                               "choices on")
+        base = parts[0].choices if choices is None else choices
+        if not isinstance(base, ScanChoices):
+            raise SymroofError(f"ssm choices: expected a ScanChoices, got {type(base).__name__}")
+        try:
+            new = replace(base, **changes)  # type: ignore[arg-type]
+        except TypeError:
+            raise SymroofError(f"ssm choices: unknown field(s) {', '.join(sorted(changes))}; "
+                               "expected scan, chunk, causal, cb, passing, conv_outputs, "
+                               "fused, state_write") from None
+        return replace(self, ssm=None if self.ssm is None else replace(self.ssm, choices=new),
+                       short_conv=None if self.short_conv is None else replace(
+                           self.short_conv, choices=new),
+                       mamba1=None if self.mamba1 is None else replace(
+                           self.mamba1, choices=replace(new, scan=Scan.SEQUENTIAL)),
+                       deltanet=None if self.deltanet is None else replace(
+                           self.deltanet, choices=new))
+
+
+def pattern_groups(kinds: Sequence[tuple[str, str]], *, moe_model: bool,
+                   what: str = "layer pattern") -> tuple[LayerGroup, ...]:
+    """Layer groups from each layer's ``(mixer, mlp)``: mixers from :data:`MIXERS`, MLPs
+    from :data:`MLP_KINDS`; a dense MLP in a mixture-of-experts model is its dense kind.
+
+    >>> [(g.mixer, g.count, g.ffn) for g in pattern_groups(
+    ...     [("mamba2", "none"), ("mamba2", "none"), ("attention", "dense")], moe_model=False)]
+    [('mamba2', 2, False), ('attention', 1, True)]
+    """
+    counts: Counter[tuple[str, str]] = Counter()
+    for i, kind in enumerate(kinds):
+        if not (isinstance(kind, tuple) and len(kind) == 2 and kind[0] in MIXERS
+                and kind[1] in MLP_KINDS):
+            raise SymroofError(f"{what}: layer {i} is {kind!r}, expected (mixer, mlp) with a "
+                               f"mixer in {', '.join(MIXERS)} and an mlp in "
+                               f"{', '.join(MLP_KINDS)}")
+        counts[kind] += 1
+    return tuple(LayerGroup(sp.Integer(n), moe=mlp == "moe",
+                            dense_in_moe=moe_model and mlp == "dense", mixer=mixer,
+                            ffn=mlp != "none")
+                 for (mixer, mlp), n in counts.items())
+
+
+def hybrid(*, groups: Sequence[LayerGroup], ssm: Mamba2 | None = None,
+           short_conv: ShortConv | None = None, mamba1: Mamba1 | None = None,
+           deltanet: GatedDeltaNet | None = None, attn_output_gate: bool = False,
+           **transformer_fields: object) -> HybridModel:
+    """A hybrid description: :func:`symroof.models.transformer`'s fields (the attention
+    and MLP layers' widths) plus the layer ``groups`` and the Mamba-2 widths ``ssm``.
+
+    >>> from symroof.symbols import L, D, H, dim
+    >>> from symroof.workloads.builder import LayerGroup
+    >>> a = dim("A")   # attention layers among L
+    >>> m = hybrid(layers=L, d_model=D, heads=H, ssm=Mamba2(heads=H, head_dim=2 * D / H,
+    ...            state=128), groups=(LayerGroup(a), LayerGroup(L - a, mixer="mamba2")))
+    >>> m.attention_layers, m.ssm_layers
+    (A, -A + L)
+    """
+    base = transformer(**transformer_fields)  # type: ignore[arg-type]
+    return HybridModel(**{f: getattr(base, f) for f in base.__dataclass_fields__},
+                       ssm=ssm, groups=tuple(groups), short_conv=short_conv, mamba1=mamba1,
+                       deltanet=deltanet, attn_output_gate=attn_output_gate)
+
+
+def mamba2(*, layers: object, d_model: object, heads: object, head_dim: object, state: object,
+           groups: object = 1, conv_kernel: object = 4, chunk: object = 256,
+           vocab: object | None = None, tied_embeddings: bool = False, norm: str = "rmsnorm",
+           bytes_per_value: object = _b, name: str = "mamba2",
+           state_bytes: object | None = None) -> HybridModel:
+    """A Mamba-2 language model: every layer a norm, a Mamba-2 mixer and a residual (no
+    attention, no MLP)."""
+    ssm = Mamba2(heads=heads, head_dim=head_dim, state=state, groups=groups,
+                 conv_kernel=conv_kernel, chunk=chunk, state_bytes=state_bytes)
+    # the attention fields are unused: the SSM heads stand in, so that tensor-parallel
+    # degrees are checked against them
+    return hybrid(layers=layers, d_model=d_model, heads=heads, head_dim=head_dim,
+                  d_ff=d_model, vocab=vocab,
+                  tied_embeddings=tied_embeddings, norm=norm, bytes_per_value=bytes_per_value,
+                  name=name, ssm=ssm,
+                  groups=(LayerGroup(as_dim(layers, f"model {name!r} layers"), mixer="mamba2",
+                                     ffn=False),))
