@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,22 @@ def _rule_tables_unchanged() -> Iterator[None]:
     before = (dict(RULES), dict(GRADIENT_RULES))
     yield
     assert (dict(RULES), dict(GRADIENT_RULES)) == before, "a test left a rule registered"
+
+
+@pytest.fixture(autouse=True)
+def _no_thread_left_running() -> Iterator[None]:
+    """No test leaves a thread running: a process with threads cannot fork, so the
+    budget's guard (symroof.budget.guarded) would run every later heavy computation of
+    this test process in place, without its seconds and memory limits (an endless
+    cancel then grows to gigabytes instead of being stopped). A thread a test started
+    gets a moment to finish; one still running fails the test that left it."""
+    before = set(threading.enumerate())
+    yield
+    left = [t for t in threading.enumerate() if t not in before]
+    for t in left:
+        t.join(timeout=10)
+    alive = sorted(t.name for t in left if t.is_alive())
+    assert not alive, f"the test left threads running: {', '.join(alive)}"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
