@@ -301,8 +301,9 @@ def ordered(expr: sp.Expr, names: Iterable[sp.Symbol] = (),
     """
     ns = list(names)
     key = _symbol_key(ns, order)
-    if isinstance(expr, sp.Expr) and not expr.free_symbols & set(ns):
-        expr = display(expr)   # no name to put first: the textbook's shape (12*D/S + 2)/b
+    if isinstance(expr, sp.Expr) and expr.is_Mul and not expr.free_symbols & set(ns) and \
+            sp.fraction(expr)[1].free_symbols:
+        expr = display(expr)   # a ratio with no name to put first: (12*D/S + 2)/b
     return _ordered(expr, set(ns), key)
 
 

@@ -151,7 +151,7 @@ def test_ratio_matches_cancel_on_random_polynomials() -> None:
         return sp.Add(*terms)
 
     checked = 0
-    for _ in range(150):
+    for _ in range(100):
         common = poly()
         num, den = sp.expand(poly() * common), sp.expand(poly() * common)
         if den == 0:
@@ -159,7 +159,7 @@ def test_ratio_matches_cancel_on_random_polynomials() -> None:
         assert sp.srepr(ratio(num, den)) == sp.srepr(sp.factor_terms(sp.cancel(num / den))), (
             num, den)
         checked += 1
-    assert checked > 120
+    assert checked > 80
     # not polynomials, or no symbols: the general path, the same answers
     for num, den in ((n + 1 / n, n * b), (sp.sqrt(2) * n, n), (sp.Integer(6), sp.Integer(4)),
                      (sp.Integer(0), n)):

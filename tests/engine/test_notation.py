@@ -273,7 +273,7 @@ def _cases(draw: st.DrawFn) -> tuple[sp.Expr, dict[sp.Symbol, sp.Expr]]:
     return expr, names
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_cases())
 def test_property_rewrite_is_always_exact(case: tuple[sp.Expr, dict[sp.Symbol, sp.Expr]]) -> None:
     expr, names = case

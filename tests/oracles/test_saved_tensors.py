@@ -11,21 +11,32 @@ Needs the ``oracle`` extra (torch); skipped without it, except under CI=true.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from typing import Any
 
 import pytest
 
 from symroof.footprint import saved_activations
 from symroof.models import transformer
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:  # the oracle extra is not installed
-    torch = None  # type: ignore[assignment]
+# torch is imported when a test here runs, not when the suite is collected (each xdist
+# worker collects every module; importing torch there cost each one 2 s)
+torch: Any = None
+F: Any = None
 
-pytestmark = pytest.mark.skipif(torch is None and os.environ.get("CI") != "true",
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None
+                                and os.environ.get("CI") != "true",
                                 reason="torch is not installed (pip install -e '.[oracle]')")
+
+
+@pytest.fixture(autouse=True)
+def _torch() -> None:
+    global torch, F
+    import torch as _torch_module   # the oracle extra (see above)
+    import torch.nn.functional as _functional
+
+    torch, F = _torch_module, _functional
 
 
 def _layer_params(h: int, gen: torch.Generator) -> dict[str, torch.Tensor]:

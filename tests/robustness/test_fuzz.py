@@ -51,9 +51,9 @@ SEED = 0x5EED_F022
 SCALE = float(os.environ.get("SYMROOF_FUZZ_SCALE", "1"))
 N_TOML = int(1500 * SCALE)
 N_JSON = int(1500 * SCALE)
-N_CLI = int(1000 * SCALE)
+N_CLI = int(700 * SCALE)
 GUARD_S = 2.0            # the solvers' wall-clock limit during the run (default 10 s)
-N_BUDGET = int(200 * SCALE)
+N_BUDGET = int(150 * SCALE)
 N_CLAIMS = int(300 * SCALE)
 
 REPO = Path(__file__).resolve().parents[2]
