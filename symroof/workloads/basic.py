@@ -13,7 +13,8 @@ from symroof.analysis import Analysis, analyze
 from symroof.errors import SymroofError, shown
 from symroof.ir import Graph, as_dim, as_expr
 from symroof.options import FlopCount, Lowering, option, renamed
-from symroof.passes.fuse import fuse
+from symroof.passes.fuse import fuse_pass
+from symroof.passes.pipeline import Pipeline
 from symroof.symbols import b as _b
 
 __all__ = ["gemm", "gemv", "elementwise", "conv2d"]
@@ -108,5 +109,5 @@ def conv2d(batch: object, in_channels: object, height: object, width: object,
     if assumptions:   # what the output sizes assume, in the graph's provenance
         g.record(assumptions=(*g.provenance.assumptions, *assumptions))
     if low is Lowering.IMPLICIT:  # im2col on the fly: the lowering fused into the GEMM
-        g = fuse(g, [{"im2col", "Y"}])
+        g = Pipeline("conv2d", (fuse_pass([{"im2col", "Y"}]),)).apply(g)
     return analyze(g, flop_count=flop_count)

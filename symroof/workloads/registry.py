@@ -243,7 +243,7 @@ ENTRIES: Mapping[str, Entry] = MappingProxyType({e.name: e for e in (
     Entry("elementwise", "n outputs at --flops-per-element each (ReLU: 1)", _BASIC,
           "elementwise", _symbols("n"), numbers=("flops_per_element",)),
     Entry("conv2d", "convolution via im2col (--lowering explicit|implicit); symbols N C H W K R S_f",
-          _BASIC, "conv2d", _conv_arguments),
+          _BASIC, "conv2d", _conv_arguments, pipeline=("fuse",)),
     Entry("attention", "one attention layer's core over S tokens (--unfused to materialize "
           "the S x S matrices)", "symroof.workloads.attention", "attention",
           _symbols("S", "D", "H"), pipeline=("fuse",)),

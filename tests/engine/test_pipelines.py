@@ -34,8 +34,18 @@ def test_each_graph_records_the_stages_it_ran_from_its_entrys_pipeline(name):
     ran = a.graph.provenance.passes
     assert list(ran) == [p for p in entry.pipeline if p in ran]      # in the entry's order
     assert all(p in ORDER for p in entry.pipeline)
-    if entry.pipeline and entry.pipeline[0] == "fuse":
+    if entry.pipeline[:1] == ("fuse",) and name != "conv2d":   # conv2d's default: explicit
         assert ran[:1] == ("fuse",)           # the default kernels are fused ones
+
+
+def test_implicit_im2col_is_the_fusion_stage_of_conv2d():
+    entry = registry.get("conv2d")
+    implicit = entry.build(*entry.arguments(), options={"lowering": "implicit"})
+    explicit = entry.build(*entry.arguments())
+    assert implicit.graph.provenance.passes == ("fuse",)
+    assert explicit.graph.provenance.passes == ()
+    assert sp.cancel(implicit.flops - explicit.flops) == 0      # fusion moves bytes only
+    assert sp.cancel(implicit.bytes - explicit.bytes) != 0
 
 
 @pytest.mark.parametrize("name", ["prefill", "decode"])

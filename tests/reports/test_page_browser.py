@@ -280,7 +280,7 @@ def sample(rng: Random) -> dict[str, Any]:
 
 def test_seeded_sample_matches_python(fresh: Page):
     rng = Random(14)
-    for _ in range(16):
+    for _ in range(10):
         c = sample(rng)
         fresh.set(chip=c["chip"], width=c["width"], mode=c["mode"], workload=c["key"],
                   fused=c["fused"] if c["key"] == "attention" else None, values=c["values"])

@@ -35,7 +35,7 @@ from symroof.verify.grammar import NODE_KEYS, SPEC_KEYS, dimension_of
 from symroof.verify.units import BASE_UNITS, UNIT_DIMENSIONS
 
 SEED = 0x28_F022
-FILES = int(160 * float(os.environ.get("SYMROOF_FUZZ_SCALE", "1")))
+FILES = int(110 * float(os.environ.get("SYMROOF_FUZZ_SCALE", "1")))
 CLAIMS_PER_FILE = 4
 GUARD_S = 1.0
 
