@@ -21,6 +21,7 @@ from markupsafe import Markup, escape
 
 from symroof.errors import SymroofError
 from symroof.present.escape import latex_escape
+from symroof.present.numbers import PREFIXES
 
 __all__ = ["Style", "Palette", "PALETTE", "Canvas", "si", "quantity", "nth",
            "DECADE", "FAR", "CENTRE_SPOT", "number", "AL_SPOT", "AR_SPOT", "BL_SPOT",
@@ -82,7 +83,7 @@ class Palette:
 
 PALETTE = Palette()
 
-_PREFIXES = ("", "k", "M", "G", "T", "P", "E", "Z", "Y")
+_PREFIXES = ("", *(p for p, _ in reversed(PREFIXES)))   # "", k, M, ... Y: the one table
 _FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 # advance widths (hundredths of an em) of DejaVu Sans, the widest font in _FONT, for ASCII
 # 32..126: labels are measured without a font; other characters count 0.7 em

@@ -37,8 +37,8 @@ __all__ = ["exact", "exact_fields", "json_number", "text_number", "scientific", 
 
 #: The one table of decimal prefixes, largest first, with the power of ten of each
 #: (the console, the reports, the charts and the Try-it page read it).
-PREFIXES: tuple[tuple[str, int], ...] = (("E", 18), ("P", 15), ("T", 12), ("G", 9), ("M", 6),
-                                         ("k", 3))
+PREFIXES: tuple[tuple[str, int], ...] = (("Y", 24), ("Z", 21), ("E", 18), ("P", 15), ("T", 12),
+                                         ("G", 9), ("M", 6), ("k", 3))
 #: Units of time, largest first, with the power of ten that turns seconds into each.
 TIME_UNITS: tuple[tuple[str, int], ...] = (("s", 0), ("ms", 3), ("µs", 6), ("ns", 9))
 #: How :func:`quantity` writes a number and its unit for each kind of output.
@@ -172,6 +172,7 @@ def quantity(value: object, unit: str, *, digits: int = 4, style: str = "text") 
         number, shown = text_number(exact_value), unit   # a formula, or beyond a float
     else:
         v = float(_finite(value, unit))
+        v = float(f"{v:.{digits - 1}e}")   # rounded first: 999.96e9 B is 1 TB, not 1000 GB
         shown, number = unit, ""
         if unit == "s":
             for name, power in TIME_UNITS:

@@ -328,7 +328,8 @@ def test_prefixes_and_durations():
     assert prefixed(2 * 8192**3, "FLOP") == "1.1 TFLOP"
     assert prefixed(999, "B") == "999 B" and prefixed(1000, "B") == "1.0 kB"
     assert prefixed(2**61, "FLOP") == "2.3 EFLOP"
-    assert prefixed(10**24, "B") == "1,000,000 EB"
+    assert prefixed(10**21, "B") == "1.0 ZB" and prefixed(10**24, "B") == "1.0 YB"
+    assert prefixed(10**27, "B") == "1,000 YB"      # past the last prefix: grouped digits
     assert [duration(t) for t in (1, 0.999, 1e-3, 2.5e-6, 4e-10, 3600)] == \
         ["1.0 s", "999 ms", "1.0 ms", "2.5 µs", "0.40 ns", "3,600 s"]
 

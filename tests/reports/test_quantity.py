@@ -43,7 +43,7 @@ def test_text_reads_back_to_four_significant_figures(value, unit):
         assert number >= 0.9995 or text.endswith(" ns"), text
     else:
         assert number >= 0.9995 or power == 0, text   # the largest prefix keeping it >= 1
-        assert number < 1000 or power == 18, text
+        assert number < 1000 or power == 18, text   # never "1000 GB"
 
 
 @pytest.mark.parametrize("value, unit, style, expected", [
@@ -78,3 +78,10 @@ def test_a_value_beyond_a_float_is_written_from_its_exact_digits():
     """A time of 10**400 s (a fuzzed --set M=1e300) prints as its digits, never 'inf s'."""
     assert quantity(sp.Integer(10)**400 * 3, "s") == "3.0000e+400 s"
     assert quantity(sp.Rational(1, 10**400), "B") == "1.0000e-400 B"
+
+
+@pytest.mark.parametrize("value, unit, expected", [
+    (999.96e9, "B", "1 TB"), (0.99999, "s", "1 s"), (999.99e-6, "s", "1 ms"),
+    (999.94e9, "B", "999.9 GB")])
+def test_a_value_that_rounds_up_to_the_next_prefix_takes_it(value, unit, expected):
+    assert quantity(value, unit) == expected
