@@ -205,7 +205,7 @@ def si(value: sp.Expr, unit: str, top: int = 15) -> str:
         scaled = v / _TWO**(10 * k)
         if scaled >= 1 and scaled.q == 1 and (v / _TEN**(3 * k)).q != 1:
             return f"{scaled} {prefix}{unit}"
-    for power, prefix in ((15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, "")):
+    for prefix, power in (*PREFIXES, ("", 0)):
         if power <= top and (v >= _TEN**power or power == 0):
             return f"{text_number(v / _TEN**power)} {prefix}{unit}"
     raise AssertionError("unreachable: power 0 always matches")
