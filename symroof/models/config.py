@@ -26,6 +26,7 @@ from symroof.models.latent import LatentAttention
 from symroof.options import Activation, MlpKind, Norm, Positions, QkNorm, WindowCache, option
 from symroof.precision import bytes_per_value
 from symroof.symbols import b as _b
+from symroof.workloads import builder as widths
 from symroof.workloads.layers import LayerGroup, kv_cache_tensors, weight_tensors
 
 __all__ = ["TransformerModel", "transformer", "LatentAttention"]
@@ -189,17 +190,17 @@ class TransformerModel:
     @property
     def kv_dim(self) -> sp.Expr:
         """Width of K (and of V): kv_heads * head_dim."""
-        return self.kv_heads * self.head_dim
+        return widths.kv_dim(self)
 
     @property
     def q_dim(self) -> sp.Expr:
         """Width of Q and of the attention output: heads * head_dim."""
-        return self.heads * self.head_dim
+        return widths.q_dim(self)
 
     @property
     def routed_d_ff(self) -> sp.Expr:
         """Width of each routed expert's MLP (``expert_d_ff``, else ``d_ff``)."""
-        return self.d_ff if self.expert_d_ff is None else self.expert_d_ff
+        return widths.routed_d_ff(self)
 
     @property
     def routed_bias(self) -> bool:

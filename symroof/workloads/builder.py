@@ -162,19 +162,13 @@ class TransformerShape(Protocol):
     def kv_bytes(self) -> sp.Expr: ...
 
     @property
-    def q_dim(self) -> sp.Expr: ...
-
-    @property
-    def kv_dim(self) -> sp.Expr: ...
-
-    @property
     def window(self) -> sp.Expr | None: ...
 
     @property
     def layer_groups(self) -> Sequence[LayerGroup]: ...
 
     @property
-    def routed_d_ff(self) -> sp.Expr: ...
+    def expert_d_ff(self) -> sp.Expr | None: ...
 
     @property
     def shared_d_ff(self) -> sp.Expr | None: ...
@@ -205,6 +199,24 @@ class TransformerShape(Protocol):
 
     @property
     def dropout_mask_bytes(self) -> sp.Expr: ...
+
+
+# -- widths derived from a model's data (the model's own properties call these) ---------
+
+
+def q_dim(m: TransformerShape) -> sp.Expr:
+    """Width of Q and of the attention output: heads * head_dim."""
+    return m.heads * m.head_dim
+
+
+def kv_dim(m: TransformerShape) -> sp.Expr:
+    """Width of K (and of V): kv_heads * head_dim."""
+    return m.kv_heads * m.head_dim
+
+
+def routed_d_ff(m: TransformerShape) -> sp.Expr:
+    """Width of each routed expert's MLP (``expert_d_ff``, else ``d_ff``)."""
+    return m.d_ff if m.expert_d_ff is None else m.expert_d_ff
 
 
 @dataclass

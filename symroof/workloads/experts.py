@@ -22,7 +22,7 @@ import sympy as sp
 
 from symroof.ir import Tensor, as_expr
 from symroof.options import ExpertReads, option
-from symroof.workloads.builder import Builder
+from symroof.workloads.builder import Builder, routed_d_ff
 
 __all__ = ["moe_mlp", "expert_read_fraction"]
 
@@ -60,7 +60,7 @@ def moe_mlp(b: Builder, x: Tensor, batch: sp.Expr, seq: sp.Expr,
     router = b.linear(x, "W_router", m.d_model, e, "router", m.router_bias)
     xd = g.move(x, name=b.n("dispatch"), shape=(e, batch * seq, m.d_model))
     g.set_crossings(xd, writes=share, reads=share)
-    width = m.routed_d_ff
+    width = routed_d_ff(m)
     bias = bool(getattr(m, "routed_bias", m.mlp_bias))  # a description may lack the field
     up = b.linear(xd, "W_up", m.d_model, width, "up", bias, e, share)
     if m.mlp == "gated":

@@ -30,7 +30,8 @@ from symroof.passes.fuse import Fuse
 from symroof.passes.pipeline import Pipeline
 from symroof.workloads.attention import (ElementwiseFlops, attention_core, causal_fraction,
                                          fusion, window_fraction, window_span)
-from symroof.workloads.builder import Builder, LayerGroup, LatentShape, TransformerShape
+from symroof.workloads.builder import (Builder, LayerGroup, LatentShape, TransformerShape, kv_dim,
+                                      q_dim)
 from symroof.workloads.dropout import attention_core_with_dropout
 from symroof.workloads.experts import moe_mlp
 from symroof.workloads.latent import latent_attention
@@ -85,19 +86,19 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
                                 work_fraction=frac, mode=c.latent, fused=c.fused,
                                 unfused=c.unfused, kv_write=c.kv_write)
     per = m.heads / m.kv_heads
-    q = b.linear(h, "W_q", m.d_model, m.q_dim, "q_proj", m.qkv_bias)
+    q = b.linear(h, "W_q", m.d_model, q_dim(m), "q_proj", m.qkv_bias)
     # Qwen3-Next: an output gate sigmoid(h W_g) per query channel (q_proj twice as wide)
-    gate = b.linear(h, "W_q_gate", m.d_model, m.q_dim, "q_gate_proj", m.qkv_bias) \
+    gate = b.linear(h, "W_q_gate", m.d_model, q_dim(m), "q_gate_proj", m.qkv_bias) \
         if getattr(m, "attn_output_gate", False) else None
-    k = b.linear(h, "W_k", m.d_model, m.kv_dim, "k_proj", m.qkv_bias)
-    v = b.linear(h, "W_v", m.d_model, m.kv_dim, "v_proj", m.qkv_bias)
+    k = b.linear(h, "W_k", m.d_model, kv_dim(m), "k_proj", m.qkv_bias)
+    v = b.linear(h, "W_v", m.d_model, kv_dim(m), "v_proj", m.qkv_bias)
     if m.qk_norm == "head":  # RMSNorm over each head's values (Qwen3, Gemma 3)
         q = b.rms(g.view(q, (batch, seq, m.heads, m.head_dim), name=b.n("q_split")),
                   "q_norm", m.head_dim)
         k = b.rms(g.view(k, (batch, seq, m.kv_heads, m.head_dim), name=b.n("k_split")),
                   "k_norm", m.head_dim)
     elif m.qk_norm == "full":  # over all of Q and all of K (OLMoE)
-        q, k = b.rms(q, "q_norm", m.q_dim), b.rms(k, "k_norm", m.kv_dim)
+        q, k = b.rms(q, "q_norm", q_dim(m)), b.rms(k, "k_norm", kv_dim(m))
     elif m.qk_norm == "heads":  # over each head, a gain per head and value (Cohere)
         q, k = (_per_head_norm(b, t, n, heads, batch, seq) for t, n, heads in
                 ((q, "q", m.heads), (k, "k", m.kv_heads)))
@@ -136,10 +137,10 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
                                    prefix=b.prefix, sinks=sinks)
     if kernel is not None:
         b.fusions.append(kernel)
-    o = g.view(o, (batch, seq, m.q_dim), name=b.n("o_heads"))
+    o = g.view(o, (batch, seq, q_dim(m)), name=b.n("o_heads"))
     if gate is not None:
         o = g.elementwise(o, gate, name=b.n("attn_gate"), flops_per_element=fl.gate + 4)
-    return b.linear(o, "W_o", m.q_dim, m.d_model, "o_proj", m.o_bias)
+    return b.linear(o, "W_o", q_dim(m), m.d_model, "o_proj", m.o_bias)
 
 
 def _per_head_norm(b: Builder, t: Tensor, name: str, heads: sp.Expr, batch: sp.Expr,

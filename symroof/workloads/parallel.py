@@ -20,7 +20,7 @@ import sympy as sp
 from symroof.errors import SymroofError
 from symroof.ir import Graph, as_expr
 from symroof.passes.shard import Shard
-from symroof.workloads.builder import TransformerShape
+from symroof.workloads.builder import TransformerShape, routed_d_ff
 from symroof.workloads.recurrent import ssm_splits
 
 __all__ = ["check_layout", "valid_tp", "shard_model_graph"]
@@ -39,7 +39,7 @@ def _splits(m: TransformerShape, t: int) -> bool:
     h, g = int(m.heads), int(m.kv_heads)
     if h % t or (g % t and t % g):
         return False
-    widths = [m.d_ff, m.routed_d_ff] + ([m.shared_d_ff] if m.shared_d_ff is not None else [])
+    widths = [m.d_ff, routed_d_ff(m)] + ([m.shared_d_ff] if m.shared_d_ff is not None else [])
     return all(not w.is_number or int(w) % t == 0 for w in widths) and ssm_splits(m, t)
 
 
