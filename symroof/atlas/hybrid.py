@@ -36,6 +36,7 @@ from symroof import hardware as _hardware
 from symroof.analysis import Analysis
 from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec
+from symroof.ir import as_expr
 from symroof.models.hybrid import HybridModel
 from symroof.precision import Precision
 from symroof.solve import Crossover, crossover, limit
@@ -118,7 +119,7 @@ def chunk_crossover(model: HybridModel, *, ridge: object = RIDGE,
                          causal=c.causal, cb=c.cb, passing=c.passing, fused=c.fused)
     # per token, as the sequence grows: the kernel's per-head weights drop out
     flops, traffic = limit(scan.flops / seq, seq), limit(scan.bytes / seq, seq)
-    return crossover(flops, sp.sympify(ridge) * traffic, CHUNK)
+    return crossover(flops, as_expr(ridge, "chunk_crossover ridge") * traffic, CHUNK)
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ def hybrid_crossovers(model: HybridModel, hardware: HardwareSpec | str | None = 
     def at(xs: list[Crossover]) -> tuple[Crossover, ...]:
         out = []
         for x in xs:  # a condition that the numbers decide is dropped, or drops the root
-            conds = [sp.sympify(c).xreplace(values) for c in x.conditions]
+            conds = [c.xreplace(values) for c in x.conditions]
             if any(c is sp.false for c in conds):
                 continue
             out.append(Crossover(x.var, x.value.xreplace(values),

@@ -97,3 +97,10 @@ def test_nemotron_h_8b_on_h100():
 def test_not_a_hybrid_is_refused():
     with pytest.raises(SymroofError, match="expected a hybrid model"):
         state_vs_kv(sr.models.get("llama-3-8b"))
+
+
+@pytest.mark.parametrize("ridge", ["__import__('os').getcwd()", "295", None, float("nan")])
+def test_a_ridge_that_is_not_a_number_is_refused_by_name(ridge):
+    """The ridge is a value, never text to parse (it went through sympify before)."""
+    with pytest.raises(SymroofError, match="chunk_crossover ridge"):
+        chunk_crossover(_model(), ridge=ridge)
