@@ -91,14 +91,31 @@ class Formulas:
 def step_time(r: Roofline, service: Service) -> sp.Expr:
     """A step's time from its roofline: ``pp (max(F/(peak e_c), Q/(bw e_b)) +
     link/e_b)`` (memory and compute overlap; the link does not; stages in turn)."""
-    ec = sp.Rational(str(service.compute_efficiency))
-    eb = sp.Rational(str(service.bandwidth_efficiency))
+    ec, eb = _efficiencies(service)
     one = sp.Max(r.compute_time_s / ec, r.memory_time_s / eb) + r.communication_time_s / eb
     return one * (r.microbatches + r.pp - 1)
 
 
-def _is_moe(m: TransformerModel) -> bool:
-    return bool(m.experts != 1)
+def _efficiencies(service: Service) -> tuple[sp.Rational, sp.Rational]:
+    """The achieved fractions (compute, bandwidth), exact."""
+    return (sp.Rational(str(service.compute_efficiency)),
+            sp.Rational(str(service.bandwidth_efficiency)))
+
+
+def _usable(capacity: sp.Expr, service: Service) -> sp.Expr:
+    """A device's memory less the share the service keeps back."""
+    return capacity * (1 - sp.Rational(str(service.reserve)))
+
+
+def _in(model: TransformerModel, n: Numerics) -> TransformerModel:
+    """``model`` with the number formats of ``n``."""
+    return model.with_precision(weights=n.weights, kv_cache=n.kv_cache, activations=n.activations)
+
+
+def _traffic_mean(x: sp.Expr, traffic: Traffic) -> sp.Expr:
+    """``x`` (in ``S``) averaged over the traffic's prompts."""
+    return sp.Add(*(sp.Rational(w.numerator, w.denominator) * x.xreplace({S: p})
+                    for p, _, w in traffic.classes))
 
 
 def layouts(model: TransformerModel, offers: Sequence[Offer], precisions: Sequence[Numerics], *,
@@ -114,10 +131,9 @@ def layouts(model: TransformerModel, offers: Sequence[Offer], precisions: Sequen
         spec = offer.chip
         cap = spec.capacity()
         assert cap is not None  # an Offer has a capacity
-        usable = cap * (1 - sp.Rational(str(service.reserve)))
+        usable = _usable(cap, service)
         for n in precisions:
-            weights = model.with_precision(weights=n.weights, kv_cache=n.kv_cache,
-                                           activations=n.activations).weight_bytes_total
+            weights = _in(model, n).weight_bytes_total
             for t in (tp or splits):
                 if t not in splits:
                     raise SymroofError(f"tp {t}: does not split {model.name} ({model.heads} "
@@ -128,7 +144,7 @@ def layouts(model: TransformerModel, offers: Sequence[Offer], precisions: Sequen
                         continue
                     if t * p > offer.count:
                         continue  # more chips than are on offer
-                    for er in (expert_reads if _is_moe(model) else (ExpertReads.ALL,)):
+                    for er in (expert_reads if model.experts != 1 else (ExpertReads.ALL,)):
                         for spec_on in ((False, True) if draft is not None and p == 1
                                         and service.mode != Mode.CHUNKED else (False,)):
                             lay = Layout(spec.name, t, p, n, er, spec_on)
@@ -157,7 +173,7 @@ def formulas(model: TransformerModel, lay: Layout, offer: Offer, traffic: Traffi
              service: Service, draft: Draft | None = None) -> Formulas:
     """The formulas of one layout (see the module docstring)."""
     n = lay.numerics
-    m = model.with_precision(weights=n.weights, kv_cache=n.kv_cache, activations=n.activations)
+    m = _in(model, n)
     spec = offer.chip
     context = traffic.final_context if service.decode_context == DecodeContext.FINAL \
         else traffic.mean_context
@@ -168,8 +184,7 @@ def formulas(model: TransformerModel, lay: Layout, offer: Offer, traffic: Traffi
     tokens = sp.Integer(1)
     if lay.speculative:
         assert draft is not None  # a speculative layout comes with a draft
-        dm = draft.model.with_precision(weights=n.weights, kv_cache=n.kv_cache,
-                                        activations=n.activations)
+        dm = _in(draft.model, n)
         dtp = lay.tp if lay.tp in valid_tp(dm) else 1
         dr = roofline(decode(dm, B, S, tp=dtp), spec, precision=n.peak)
         k = sp.Integer(draft.tokens)
@@ -179,16 +194,14 @@ def formulas(model: TransformerModel, lay: Layout, offer: Offer, traffic: Traffi
         assert dr.memory is not None
         weights += dr.memory.weights
         kv += dr.memory.kv_cache.xreplace({B: 1})
-    usable = r.memory.capacity * (1 - sp.Rational(str(service.reserve)))
-    mem = memory_limit(usable, weights, kv, S)
+    mem = memory_limit(_usable(r.memory.capacity, service), weights, kv, S)
 
     pre = prefill(m, 1, S, logits=Logits.LAST, tp=lay.tp, pp=lay.pp,
                   expert_reads=lay.expert_reads)
     pr = roofline(pre, spec, precision=n.peak, footprint=False)
     pre_s = step_time(pr, service)
     ttft = pre_s.xreplace({S: traffic.longest_prompt})
-    mean = sp.Add(*(sp.Rational(w.numerator, w.denominator) * pre_s.xreplace({S: p})
-                    for p, _, w in traffic.classes))
+    mean = _traffic_mean(pre_s, traffic)
     chunked = service.mode == Mode.CHUNKED
     if chunked:
         step_bs = _chunked_step(r, pr, pre.cost.bytes_by_kind.get(Kind.WEIGHT, sp.Integer(0)),
@@ -204,16 +217,10 @@ def _chunked_step(r: Roofline, pr: Roofline, pre_weights: sp.Expr, traffic: Traf
     prompts' FLOPs fill the memory-bound step and their weights are the step's own:
     ``pp (max((F_d + (B/O) F_p)/(peak e_c), (Q_d + (B/O) (Q_p - W_p))/(bw e_b)) +
     (link_d + (B/O) link_p)/e_b)``, prompt figures averaged over the traffic."""
-    ec = sp.Rational(str(service.compute_efficiency))
-    eb = sp.Rational(str(service.bandwidth_efficiency))
-
-    def mean(x: sp.Expr) -> sp.Expr:
-        return sp.Add(*(sp.Rational(w.numerator, w.denominator) * x.xreplace({S: p})
-                        for p, _, w in traffic.classes))
-
+    ec, eb = _efficiencies(service)
     share = B / sp.Rational(str(traffic.mean_output))
-    flops = r.flops + share * mean(pr.flops)
-    moved = r.bytes + share * mean(pr.bytes - pre_weights)
-    link = r.communication_time_s + share * mean(pr.communication_time_s)
+    flops = r.flops + share * _traffic_mean(pr.flops, traffic)
+    moved = r.bytes + share * _traffic_mean(pr.bytes - pre_weights, traffic)
+    link = r.communication_time_s + share * _traffic_mean(pr.communication_time_s, traffic)
     return (sp.Max(flops / (r.peak * ec), moved / (r.bandwidth * eb)) + link / eb) * \
         (r.microbatches + r.pp - 1)
