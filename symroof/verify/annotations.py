@@ -147,6 +147,16 @@ class _Scan:
                                "one document (split it)")
         self.out.append(Annotation(line, body, self.section, self.last_text))
 
+    def comment_block(self, i: int) -> int:
+        """Add the run of ``% symroof:`` lines from line ``i`` as one annotation; the line
+        after it."""
+        start, body = i, []
+        while i < len(self.lines) and (m := _TEX.match(self.lines[i])):
+            body.append(m.group(1))
+            i += 1
+        self.add(start + 1, "\n".join(body))
+        return i
+
     def line_of(self, offset: int) -> int:
         """The 0-based line of ``offset``."""
         return bisect.bisect_right(self.starts, offset) - 1
@@ -188,11 +198,7 @@ def _markdown(scan: _Scan) -> None:
         if heading:
             scan.section = heading.group(1).strip()
         if _TEX.match(line):  # MyST's comment lines: % symroof: ...
-            start, body = i, []
-            while i < len(lines) and (m := _TEX.match(lines[i])):
-                body.append(m.group(1))
-                i += 1
-            scan.add(start + 1, "\n".join(body))
+            i = scan.comment_block(i)
             continue
         masked = _code_spans_masked(line)
         opened = _MD_OPEN.search(masked)
@@ -228,11 +234,7 @@ def _latex(scan: _Scan) -> None:
         if heading:
             scan.section = heading.group(1).strip()
         if _TEX.match(line):
-            start, body = i, []
-            while i < len(lines) and (m := _TEX.match(lines[i])):
-                body.append(m.group(1))
-                i += 1
-            scan.add(start + 1, "\n".join(body))
+            i = scan.comment_block(i)
             continue
         if line.strip() and not heading and not line.lstrip().startswith("%"):
             scan.last_text = line.strip()
