@@ -437,9 +437,9 @@ def test_both_unfused_conventions_are_offered_and_placed_in_the_seed(page):
     assert '<option value="materialize_once" selected>' in page
     body = page[:page.index("<script>")]
     # beside the select and again under "What the model leaves out": where the seed uses each
-    assert re.search(r"<em>materialize once: [^<]*</em>\. The seed uses it in the simulation "
+    assert re.search(r"<em>materialize once: [^<]*</em>\. The chapter uses it in the simulation "
                      r"\(its section 7[^:]*\): 114 FLOP/B", body)
-    assert re.search(r"<em>write and read: [^<]*</em>\. The seed uses it in the text of "
+    assert re.search(r"<em>write and read: [^<]*</em>\. The chapter uses it in the text of "
                      r"section 3[^:]*: 31 FLOP/B", body)
     assert re.search(r"<em>materialize once: [^<]*</em>: in the simulation [^,]*, giving 114", body)
 
