@@ -132,8 +132,9 @@ class ScanChoices:
 
 @runtime_checkable
 class ConvShape(Protocol):
-    """A short causal convolution's taps, bias, state bytes and conventions (the part of a
-    Mamba-2 mixer, or an LFM2 conv block: ``symroof.models.ShortConv``)."""
+    """A short causal convolution's taps, bias, state bytes and conventions: an LFM2 conv
+    block (``symroof.models.ShortConv``), and the conv part every recurrent mixer's shape
+    below extends (:class:`SsmShape`, :class:`Mamba1Shape`, :class:`DeltaShape`)."""
 
     @property
     def conv_kernel(self) -> sp.Expr: ...  # K: taps of the depthwise causal conv
@@ -146,7 +147,7 @@ class ConvShape(Protocol):
 
 
 @runtime_checkable
-class SsmShape(Protocol):
+class SsmShape(ConvShape, Protocol):
     """A Mamba-2 mixer's widths, as the builder reads them (``symroof.models.Mamba2``)."""
 
     @property
@@ -158,21 +159,13 @@ class SsmShape(Protocol):
     @property
     def groups(self) -> sp.Expr: ...       # G: groups of heads sharing B and C
     @property
-    def conv_kernel(self) -> sp.Expr: ...  # K: taps of the depthwise causal conv
-    @property
     def chunk(self) -> sp.Expr: ...        # Q: chunk length of the SSD
-    @property
-    def conv_bias(self) -> bool: ...
     @property
     def proj_bias(self) -> bool: ...
     @property
     def gated_norm(self) -> bool: ...      # norm(y * silu(z)) before the out-projection
     @property
     def state_bytes(self) -> sp.Expr | None: ...       # per SSM state value (None: kv_bytes)
-    @property
-    def conv_state_bytes(self) -> sp.Expr | None: ...  # per conv state value (None: kv_bytes)
-    @property
-    def choices(self) -> ScanChoices: ...
 
 
 def ssd_flops_per_token(h: sp.Expr, p: sp.Expr, n: sp.Expr, g: sp.Expr,
@@ -324,7 +317,7 @@ def short_conv_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
 
 
 @runtime_checkable
-class Mamba1Shape(Protocol):
+class Mamba1Shape(ConvShape, Protocol):
     """A Mamba-1 mixer's widths (Jamba's; ``symroof.models.Mamba1``)."""
 
     @property
@@ -334,19 +327,11 @@ class Mamba1Shape(Protocol):
     @property
     def dt_rank(self) -> sp.Expr: ...     # R: the low-rank path of dt (x_proj, dt_proj)
     @property
-    def conv_kernel(self) -> sp.Expr: ...
-    @property
-    def conv_bias(self) -> bool: ...
-    @property
     def proj_bias(self) -> bool: ...
     @property
     def norms(self) -> bool: ...          # RMSNorms on dt, B and C (Jamba)
     @property
     def state_bytes(self) -> sp.Expr | None: ...
-    @property
-    def conv_state_bytes(self) -> sp.Expr | None: ...
-    @property
-    def choices(self) -> ScanChoices: ...
 
 
 def mamba1_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
@@ -526,7 +511,7 @@ def ssm_splits(m: object, tp: int) -> bool:
 
 
 @runtime_checkable
-class DeltaShape(Protocol):
+class DeltaShape(ConvShape, Protocol):
     """A gated DeltaNet mixer's widths (Qwen3-Next's linear attention;
     ``symroof.models.GatedDeltaNet``)."""
 
@@ -539,17 +524,9 @@ class DeltaShape(Protocol):
     @property
     def value_dim(self) -> sp.Expr: ...
     @property
-    def conv_kernel(self) -> sp.Expr: ...
-    @property
-    def conv_bias(self) -> bool: ...
-    @property
     def chunk(self) -> sp.Expr: ...
     @property
     def state_bytes(self) -> sp.Expr | None: ...
-    @property
-    def conv_state_bytes(self) -> sp.Expr | None: ...
-    @property
-    def choices(self) -> ScanChoices: ...
 
 
 def deltanet_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
