@@ -6,6 +6,7 @@ the closest configuration's shortfall."""
 from __future__ import annotations
 
 import argparse
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,13 +18,19 @@ from symroof.errors import SymroofError
 from symroof.files import write_text
 from symroof.plan import Draft, Plan, plan
 from symroof.plan.core import plan_from_files
-from symroof.plan.inputs import DecodeContext, Mode, numerics_name, parse_numerics
+from symroof.plan.inputs import (DecodeContext, Mode, Service, numerics_name,
+                                 parse_numerics)
 from symroof.plan.search import EXECUTORS
 from symroof.plan.text import document, lines
 from symroof.present.charts import CurveChart, curve_pgfplots, curve_svg
 from symroof.present.commands import dumps
 
 __all__ = ["COMMANDS", "chart"]
+
+#: The library's defaults, which the flags' defaults are (one definition each).
+_PLAN = {k: v.default for k, v in inspect.signature(plan).parameters.items()}
+_SERVICE = Service()
+_DRAFT = {f: Draft.__dataclass_fields__[f].default for f in ("tokens", "acceptance")}
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -49,35 +56,43 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tp", default=None, metavar="T[,T...]",
                    help="tensor-parallel degrees to try (default: every one that splits the "
                    "heads, up to the chips on offer)")
-    p.add_argument("--pp", default="1,2,4,8", metavar="P[,P...]",
-                   help="pipeline stages to try (default 1,2,4,8)")
-    p.add_argument("--expert-reads", dest="expert_reads", default="all", metavar="R[,R...]",
+    pp = ",".join(map(str, _PLAN["pp"]))
+    p.add_argument("--pp", default=pp, metavar="P[,P...]",
+                   help=f"pipeline stages to try (default {pp})")
+    p.add_argument("--expert-reads", dest="expert_reads",
+                   default=",".join(map(str, _PLAN["expert_reads"])), metavar="R[,R...]",
                    help="MoE: how a step reads expert weights (all, routed, expected; default "
                    "all, the upper bound); several compare them")
     p.add_argument("--draft", default=None, metavar="MODEL",
                    help="speculative decoding with this draft model (tried on and off)")
-    p.add_argument("--draft-tokens", dest="draft_tokens", default="4", metavar="K",
-                   help="tokens the draft proposes per round (default 4)")
-    p.add_argument("--acceptance", default="0.7", metavar="A",
-                   help="probability each drafted token is accepted (default 0.7)")
-    p.add_argument("--mode", default="colocated", choices=[m.value for m in Mode],
+    p.add_argument("--draft-tokens", dest="draft_tokens", default=str(_DRAFT["tokens"]),
+                   metavar="K", help=f"tokens the draft proposes per round (default "
+                   f"{_DRAFT['tokens']})")
+    p.add_argument("--acceptance", default=str(_DRAFT["acceptance"]), metavar="A",
+                   help=f"probability each drafted token is accepted (default "
+                   f"{_DRAFT['acceptance']})")
+    p.add_argument("--mode", default=_SERVICE.mode.value, choices=[m.value for m in Mode],
                    help="prefill on the decode chips between steps (colocated, default), on "
                    "chips of its own (disaggregated), or in chunks inside every decode step "
                    "(chunked)")
-    p.add_argument("--decode-context", dest="decode_context", default="final",
+    p.add_argument("--decode-context", dest="decode_context",
+                   default=_SERVICE.decode_context.value,
                    choices=[d.value for d in DecodeContext],
                    help="the cache a decode step reads: final (prompt + output, default) or "
                    "mean (prompt + output/2)")
-    p.add_argument("--compute-efficiency", dest="compute_efficiency", default="1",
+    p.add_argument("--compute-efficiency", dest="compute_efficiency",
+                   default=f"{_SERVICE.compute_efficiency:g}",
                    metavar="E", help="achieved fraction of peak FLOP/s (default 1: the bound)")
-    p.add_argument("--bandwidth-efficiency", dest="bandwidth_efficiency", default="1",
+    p.add_argument("--bandwidth-efficiency", dest="bandwidth_efficiency",
+                   default=f"{_SERVICE.bandwidth_efficiency:g}",
                    metavar="E", help="achieved fraction of memory and link bandwidth "
                    "(default 1: the bound)")
-    p.add_argument("--reserve", default="0", metavar="R",
+    p.add_argument("--reserve", default=f"{_SERVICE.reserve:g}", metavar="R",
                    help="share of each device's memory kept back (default 0; vLLM keeps 0.1)")
-    p.add_argument("--max-batch", dest="max_batch", default="4096", metavar="B",
-                   help="largest batch per replica searched (default 4096)")
-    p.add_argument("--executor", default="serial", choices=list(EXECUTORS),
+    p.add_argument("--max-batch", dest="max_batch", default=str(_PLAN["max_batch"]),
+                   metavar="B", help=f"largest batch per replica searched (default "
+                   f"{_PLAN['max_batch']})")
+    p.add_argument("--executor", default=_PLAN["executor"], choices=list(EXECUTORS),
                    help="where blocks run: serial (default), threads, processes, dask")
     p.add_argument("--workers", default=None, metavar="N", help="threads or processes")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
@@ -159,7 +174,7 @@ def _plan(args: argparse.Namespace) -> Plan:
                             "tokens_per_user": _number(args.tokens_per_user,
                                                        "--tokens-per-user")},
                 load=load, prices=prices, currency=currency,
-                precisions=[parse_numerics(t, "--precision") for t in args.precision or ["bf16"]],
+                precisions=[parse_numerics(t, "--precision") for t in args.precision or _PLAN["precisions"]],
                 tp=None if args.tp is None else _integers(args.tp, "--tp"),
                 pp=_integers(args.pp, "--pp"),
                 expert_reads=[e.strip() for e in args.expert_reads.split(",")],
