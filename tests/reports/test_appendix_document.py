@@ -98,6 +98,22 @@ def test_pandoc_renders_the_markdown_with_math_as_math(fresh):
     assert "$" not in text, re.findall(r".{0,40}\$.{0,40}", text)[:5]
 
 
+@pytest.mark.parametrize("reader", ["gfm+tex_math_dollars", "markdown"])
+def test_every_heading_is_a_heading_after_pandoc(fresh, reader):
+    """An anchor line right above a heading made pandoc's own Markdown read '## How to read
+    this' as a paragraph's text: every '#' line must come out as a heading element."""
+    pandoc = executable("pandoc", "renders the appendix's Markdown")
+    md = (fresh / "seed_appendix.md").read_text(encoding="utf-8")
+    done = subprocess.run([pandoc, "-f", reader, "-t", "html", "--wrap=none"], input=md,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for level in (1, 2, 3):
+        wanted = len(re.findall(rf"(?m)^{'#' * level} ", md))
+        assert wanted > 0 or level == 1
+        assert len(re.findall(rf"<h{level}[ >]", done.stdout)) == wanted, (reader, level)
+    assert not re.search(r"<p>#+ ", done.stdout)
+
+
 def _redo(item: dict) -> str:
     """A verdict from the JSON alone: claimed, derived, comparison, tolerance."""
     c, d = Fraction(str(item["claimed"])), Fraction(str(item["derived"]))
