@@ -48,6 +48,10 @@ EXECUTORS = ("serial", "threads", "processes", "dask")
 #: The objectives a point is judged by, in the order a shortfall is reported.
 OBJECTIVES = ("ttft", "itl", "tokens_per_user", "memory", "chips")
 
+#: Relative slack for float rounding: a ceiling of an exact multiple is not pushed up
+#: one, and a point exactly at an objective meets it.
+_TOL = 1e-12
+
 #: A row of a block's points: the columns of :attr:`BlockResult.front` and friends.
 COLUMNS = ("batch", "context", "step_s", "tokens_per_user", "tokens_per_chip", "chips")
 
@@ -117,10 +121,10 @@ def figures(blk: Block, batch: np.ndarray, context: np.ndarray,
         arrivals = blk.requests_per_s
         replica = (batch / user) if blk.colocated else (batch / step)
         exact = blk.requests_per_s * o / replica * n
-        chips = np.ceil((blk.requests_per_s * o * (1 - 1e-12)) / replica) * n
+        chips = np.ceil((blk.requests_per_s * o * (1 - _TOL)) / replica) * n
     if not blk.colocated:
         exact = exact + arrivals * p * n
-        chips = chips + np.ceil(arrivals * p * (1 - 1e-12)) * n
+        chips = chips + np.ceil(arrivals * p * (1 - _TOL)) * n
     ttft, itl, tpu = blk.objectives
     ratios: dict[str, Any] = {
         "ttft": 0.0 if ttft is None else blk.ttft_s / ttft,
@@ -168,7 +172,7 @@ def reduce_block(blk: Block, batch: np.ndarray, context: np.ndarray,
     worst = np.zeros(shape)
     for k in OBJECTIVES:  # the largest ratio per point, without stacking them
         worst = np.maximum(worst, f[f"ratio_{k}"])
-    ok = (worst <= 1 + 1e-12).ravel()
+    ok = (worst <= 1 + _TOL).ravel()
 
     def cols(sel: Any) -> np.ndarray:
         return np.stack([np.broadcast_to(x, shape).ravel()[sel] for x in
@@ -211,13 +215,9 @@ def split(blk: Block, points: int) -> list[Block]:
     lo = blk.batch_lo
     while lo <= blk.batch_hi:
         hi = min(blk.batch_hi, lo + per - 1)
-        out.append(_replace(blk, lo, hi))
+        out.append(replace(blk, batch_lo=lo, batch_hi=hi))
         lo = hi + 1
     return out
-
-
-def _replace(blk: Block, lo: int, hi: int) -> Block:
-    return replace(blk, batch_lo=lo, batch_hi=hi)
 
 
 def _client(scheduler: str, timeout: float) -> Any:
