@@ -164,14 +164,12 @@ def quantity(value: object, unit: str, *, digits: int = 4, style: str = "text") 
     """
     if style not in STYLES:
         raise SymroofError(f"quantity style: expected one of {', '.join(STYLES)}, got {style!r}")
-    exact_value = value if isinstance(value, sp.Basic) else None
-    if exact_value is None and not isinstance(value, float):
-        exact_value = _finite(value, unit)
-    if exact_value is not None and (exact_value.free_symbols or not _fits_float(
-            _finite(exact_value, unit))):
+    exact_value = value if isinstance(value, sp.Basic) and value.free_symbols else \
+        _finite(value, unit)
+    if exact_value.free_symbols or not _fits_float(exact_value):
         number, shown = text_number(exact_value), unit   # a formula, or beyond a float
     else:
-        v = float(_finite(value, unit))
+        v = float(exact_value)
         v = float(f"{v:.{digits - 1}e}")   # rounded first: 999.96e9 B is 1 TB, not 1000 GB
         shown, number = unit, ""
         if unit == "s":
