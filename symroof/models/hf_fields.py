@@ -325,38 +325,44 @@ def latent_of(f: Fields) -> LatentAttention:
 #: field is not read), or "=name" (the same as an earlier part). A flag the family's code
 #: does not read is ignored, as transformers ignores it.
 _Rule = bool | str | tuple[str, bool]
-BIASES: dict[str, tuple[_Rule, _Rule, _Rule, _Rule]] = {
+_Biases = tuple[_Rule, _Rule, _Rule, _Rule]
+#: The three rules most families share: attention_bias on q, k, v and o and no MLP
+#: biases; the same plus mlp_bias on the MLP (and shared experts); no biases at all.
+_ATTENTION: _Biases = (("attention_bias", False), "=qkv", False, False)
+_ATTENTION_MLP: _Biases = (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp")
+_NONE: _Biases = (False, False, False, False)
+BIASES: dict[str, _Biases] = {
     # attention_bias on q, k, v and o; mlp_bias on the MLP
-    "llama": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
+    "llama": _ATTENTION_MLP,
     # no biases at all, whatever the file says
-    "mistral": (False, False, False, False), "mixtral": (False, False, False, False),
-    "phi3": (False, False, False, False),
+    "mistral": _NONE, "mixtral": _NONE,
+    "phi3": _NONE,
     # q, k, v always biased (Qwen2), or by qkv_bias (Qwen2-MoE); never o_proj or the MLP
     "qwen2": (True, False, False, False), "qwen2_moe": (("qkv_bias", True), False, False, False),
     # attention_bias on q, k, v and o; no MLP biases
-    "qwen3": (("attention_bias", False), "=qkv", False, False),
-    "qwen3_moe": (("attention_bias", False), "=qkv", False, False),
-    "gemma2": (("attention_bias", False), "=qkv", False, False),
-    "gemma3_text": (("attention_bias", False), "=qkv", False, False),
-    "olmoe": (("attention_bias", False), "=qkv", False, False),
+    "qwen3": _ATTENTION,
+    "qwen3_moe": _ATTENTION,
+    "gemma2": _ATTENTION,
+    "gemma3_text": _ATTENTION,
+    "olmoe": _ATTENTION,
     # attention_bias (default true) on q, k, v and o; the experts always biased
     "gpt_oss": (("attention_bias", True), "=qkv", True, True),
     # latent attention: attention_bias on q_a_proj, kv_a_proj_with_mqa and o_proj; V2's
     # mlp_bias on the dense MLP and the shared experts, never the routed experts
     "deepseek_v2": (("attention_bias", False), "=qkv", ("mlp_bias", False), False),
-    "deepseek_v3": (("attention_bias", False), "=qkv", False, False),
-    "gemma": (("attention_bias", False), "=qkv", False, False),
-    "granite": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
-    "granitemoe": (("attention_bias", False), "=qkv", False, False),
-    "granitemoeshared": (("attention_bias", False), "=qkv", False, False),
-    "olmo": (("attention_bias", False), "=qkv", False, False),
-    "olmo2": (("attention_bias", False), "=qkv", False, False),
-    "olmo3": (("attention_bias", False), "=qkv", False, False),
-    "flex_olmo": (("attention_bias", False), "=qkv", False, False),
-    "cohere": (("attention_bias", False), "=qkv", False, False),
-    "cohere2": (("attention_bias", False), "=qkv", False, False),
-    "exaone4": (False, False, False, False),
-    "smollm3": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
+    "deepseek_v3": _ATTENTION,
+    "gemma": _ATTENTION,
+    "granite": _ATTENTION_MLP,
+    "granitemoe": _ATTENTION,
+    "granitemoeshared": _ATTENTION,
+    "olmo": _ATTENTION,
+    "olmo2": _ATTENTION,
+    "olmo3": _ATTENTION,
+    "flex_olmo": _ATTENTION,
+    "cohere": _ATTENTION,
+    "cohere2": _ATTENTION,
+    "exaone4": _NONE,
+    "smollm3": _ATTENTION_MLP,
     "helium": (("attention_bias", False), False, ("mlp_bias", False), "=mlp"),
     "cwm": (False, False, ("mlp_bias", False), "=mlp"),
     # Seed-OSS: attention_bias on q, k, v, attention_out_bias on o
@@ -368,20 +374,20 @@ BIASES: dict[str, tuple[_Rule, _Rule, _Rule, _Rule]] = {
     # ERNIE 4.5: use_bias on every projection and MLP (the experts have none)
     "ernie4_5": (("use_bias", False), "=qkv", "=qkv", "=qkv"),
     "ernie4_5_moe": (("use_bias", False), "=qkv", "=qkv", False),
-    "hunyuan_v1_dense": (("attention_bias", False), "=qkv", False, False),
-    "hunyuan_v1_moe": (("attention_bias", False), "=qkv", False, False),
-    "minimax_m2": (False, False, False, False),
+    "hunyuan_v1_dense": _ATTENTION,
+    "hunyuan_v1_moe": _ATTENTION,
+    "minimax_m2": _NONE,
     "solar_open": (("attention_bias", False), False, False, False),
-    "dots1": (("attention_bias", False), "=qkv", False, False),
-    "arcee": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
+    "dots1": _ATTENTION,
+    "arcee": _ATTENTION_MLP,
     "starcoder2": (("use_bias", True), "=qkv", "=qkv", "=qkv"),
-    "nemotron": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
-    "internlm3": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
-    "hyperclovax": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
-    "phimoe": (("attention_bias", False), "=qkv", False, False),
-    "vaultgemma": (("attention_bias", False), "=qkv", False, False),
-    "mellum": (("attention_bias", False), "=qkv", False, False),
-    "granite_swa": (("attention_bias", False), "=qkv", ("mlp_bias", False), "=mlp"),
+    "nemotron": _ATTENTION_MLP,
+    "internlm3": _ATTENTION_MLP,
+    "hyperclovax": _ATTENTION_MLP,
+    "phimoe": _ATTENTION,
+    "vaultgemma": _ATTENTION,
+    "mellum": _ATTENTION,
+    "granite_swa": _ATTENTION_MLP,
 }
 
 
