@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import Any
 
 import sympy as sp
 
@@ -35,6 +36,33 @@ __all__ = ["Mamba2", "Mamba1", "GatedDeltaNet", "ShortConv", "HybridModel", "hyb
 
 #: What follows a layer's mixer: a dense MLP, routed experts, or nothing.
 MLP_KINDS = ("dense", "moe", "none")
+
+
+def _check_mixer(mixer: Any, what: str, dims: Sequence[str], flags: Sequence[str],
+                 taps: str = "conv_kernel") -> None:
+    """Checks and converts a recurrent mixer's fields in place: each of ``dims`` a
+    dimension, each of ``flags`` true or false, the state byte widths positive where given,
+    at least 2 conv taps (``taps``: their name in the config) and ``choices`` a
+    :class:`ScanChoices`; ``what`` names the mixer in the errors."""
+    for f in dims:
+        object.__setattr__(mixer, f, as_dim(getattr(mixer, f),
+                                            f"{what} {taps if f == 'conv_kernel' else f}"))
+    if mixer.conv_kernel.is_number and mixer.conv_kernel < 2:
+        raise SymroofError(f"{what} {taps} {mixer.conv_kernel}: expected at least 2 taps")
+    for f in flags:
+        if not isinstance(getattr(mixer, f), bool):
+            raise SymroofError(f"{what} {f}: expected true or false, got "
+                               f"{getattr(mixer, f)!r}")
+    for f in ("state_bytes", "conv_state_bytes"):
+        if getattr(mixer, f, None) is None:
+            continue
+        v = as_expr(getattr(mixer, f), f"{what} {f}")
+        if v.is_positive is False or (v.is_number and not v.is_positive):
+            raise SymroofError(f"{what} {f}: expected positive bytes, got {v}")
+        object.__setattr__(mixer, f, v)
+    if not isinstance(mixer.choices, ScanChoices):
+        raise SymroofError(f"{what} choices: expected a ScanChoices, got "
+                           f"{type(mixer.choices).__name__}")
 
 
 @dataclass(frozen=True)
@@ -60,26 +88,11 @@ class Mamba2:
     choices: ScanChoices = ScanChoices()
 
     def __post_init__(self) -> None:
-        for f in ("heads", "head_dim", "state", "groups", "conv_kernel", "chunk"):
-            object.__setattr__(self, f, as_dim(getattr(self, f), f"ssm {f}"))
+        _check_mixer(self, "ssm", ("heads", "head_dim", "state", "groups", "conv_kernel",
+                                   "chunk"), ("conv_bias", "proj_bias", "gated_norm"))
         if self.heads.is_number and self.groups.is_number and self.heads % self.groups:
             raise SymroofError(f"ssm n_groups {self.groups}: does not divide the "
                                f"{self.heads} SSM heads")
-        if self.conv_kernel.is_number and self.conv_kernel < 2:
-            raise SymroofError(f"ssm conv_kernel {self.conv_kernel}: expected at least 2 taps")
-        for f in ("conv_bias", "proj_bias", "gated_norm"):
-            if not isinstance(getattr(self, f), bool):
-                raise SymroofError(f"ssm {f}: expected true or false, got {getattr(self, f)!r}")
-        for f in ("state_bytes", "conv_state_bytes"):
-            if getattr(self, f) is None:
-                continue
-            v = as_expr(getattr(self, f), f"ssm {f}")
-            if v.is_positive is False or (v.is_number and not v.is_positive):
-                raise SymroofError(f"ssm {f}: expected positive bytes, got {v}")
-            object.__setattr__(self, f, v)
-        if not isinstance(self.choices, ScanChoices):
-            raise SymroofError(f"ssm choices: expected a ScanChoices, got "
-                               f"{type(self.choices).__name__}")
 
     @property
     def inner(self) -> sp.Expr:
@@ -110,15 +123,8 @@ class Mamba1:
     choices: ScanChoices = ScanChoices(scan=Scan.SEQUENTIAL)
 
     def __post_init__(self) -> None:
-        for f in ("inner", "state", "dt_rank", "conv_kernel"):
-            object.__setattr__(self, f, as_dim(getattr(self, f), f"mamba1 {f}"))
-        for f in ("conv_bias", "proj_bias", "norms"):
-            if not isinstance(getattr(self, f), bool):
-                raise SymroofError(f"mamba1 {f}: expected true or false, got "
-                                   f"{getattr(self, f)!r}")
-        if not isinstance(self.choices, ScanChoices):
-            raise SymroofError(f"mamba1 choices: expected a ScanChoices, got "
-                               f"{type(self.choices).__name__}")
+        _check_mixer(self, "mamba1", ("inner", "state", "dt_rank", "conv_kernel"),
+                     ("conv_bias", "proj_bias", "norms"))
 
 
 @dataclass(frozen=True)
@@ -140,15 +146,12 @@ class GatedDeltaNet:
     choices: ScanChoices = ScanChoices()
 
     def __post_init__(self) -> None:
-        for f in ("key_heads", "key_dim", "value_heads", "value_dim", "conv_kernel", "chunk"):
-            object.__setattr__(self, f, as_dim(getattr(self, f), f"deltanet {f}"))
+        _check_mixer(self, "deltanet", ("key_heads", "key_dim", "value_heads", "value_dim",
+                                        "conv_kernel", "chunk"), ("conv_bias",))
         if self.key_heads.is_number and self.value_heads.is_number and \
                 self.value_heads % self.key_heads:
             raise SymroofError(f"deltanet linear_num_key_heads {self.key_heads}: does not "
                                f"divide the {self.value_heads} value heads")
-        if not isinstance(self.choices, ScanChoices):
-            raise SymroofError(f"deltanet choices: expected a ScanChoices, got "
-                               f"{type(self.choices).__name__}")
 
 
 @dataclass(frozen=True)
@@ -164,16 +167,7 @@ class ShortConv:
     choices: ScanChoices = ScanChoices()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "conv_kernel", as_dim(self.conv_kernel, "short_conv L_cache"))
-        if self.conv_kernel.is_number and self.conv_kernel < 2:
-            raise SymroofError(f"short_conv L_cache {self.conv_kernel}: expected at least 2 "
-                               "taps")
-        if not isinstance(self.conv_bias, bool):
-            raise SymroofError(f"short_conv conv_bias: expected true or false, got "
-                               f"{self.conv_bias!r}")
-        if not isinstance(self.choices, ScanChoices):
-            raise SymroofError(f"short_conv choices: expected a ScanChoices, got "
-                               f"{type(self.choices).__name__}")
+        _check_mixer(self, "short_conv", ("conv_kernel",), ("conv_bias",), taps="L_cache")
 
 
 @dataclass(frozen=True)
