@@ -29,7 +29,8 @@ from symroof.plan.closed import MemoryLimit, memory_limit
 from symroof.plan.inputs import (DecodeContext, Draft, Mode, Offer, Service, Traffic,
                                  numerics_name)
 from symroof.precision import Numerics
-from symroof.serving import _verify_pass, expected_tokens  # the verification pass: one definition
+from symroof.serving import (  # the verification pass and the round: one definition each
+    Speculation, _verify_pass, expected_tokens)
 from symroof.symbols import B, S
 from symroof.workloads import decode, prefill
 from symroof.workloads.parallel import valid_tp
@@ -102,9 +103,9 @@ def _efficiencies(service: Service) -> tuple[sp.Rational, sp.Rational]:
             sp.Rational(str(service.bandwidth_efficiency)))
 
 
-def _usable(capacity: sp.Expr, service: Service) -> sp.Expr:
-    """A device's memory less the share the service keeps back."""
-    return capacity * (1 - sp.Rational(str(service.reserve)))
+def _reserve(service: Service) -> sp.Rational:
+    """The share of memory kept back, exact."""
+    return sp.Rational(str(service.reserve))
 
 
 def _in(model: TransformerModel, n: Numerics) -> TransformerModel:
@@ -131,7 +132,7 @@ def layouts(model: TransformerModel, offers: Sequence[Offer], precisions: Sequen
         spec = offer.chip
         cap = spec.capacity()
         assert cap is not None  # an Offer has a capacity
-        usable = _usable(cap, service)
+        usable = cap * (1 - _reserve(service))  # as DeviceMemory.usable, before any graph
         for n in precisions:
             weights = _in(model, n).weight_bytes_total
             for t in (tp or splits):
@@ -163,10 +164,10 @@ def layouts(model: TransformerModel, offers: Sequence[Offer], precisions: Sequen
 
 
 def _decode_roofline(m: TransformerModel, lay: Layout, spec: object, batch: object,
-                     context: object) -> Roofline:
+                     context: object, service: Service) -> Roofline:
     return roofline(decode(m, batch, context, tp=lay.tp, pp=lay.pp,
                            expert_reads=lay.expert_reads), spec,  # type: ignore[arg-type]
-                    precision=lay.numerics.peak)
+                    precision=lay.numerics.peak, reserve=_reserve(service))
 
 
 def formulas(model: TransformerModel, lay: Layout, offer: Offer, traffic: Traffic,
@@ -177,9 +178,9 @@ def formulas(model: TransformerModel, lay: Layout, offer: Offer, traffic: Traffi
     spec = offer.chip
     context = traffic.final_context if service.decode_context == DecodeContext.FINAL \
         else traffic.mean_context
-    r = _decode_roofline(m, lay, spec, B, S)
+    r = _decode_roofline(m, lay, spec, B, S, service)
     step_bs = step_time(r, service)
-    assert r.memory is not None and r.memory.capacity is not None  # an offer has a capacity
+    assert r.memory is not None and r.memory.usable is not None  # an offer has a capacity
     weights, kv = r.memory.weights, r.memory.kv_cache.xreplace({B: 1})
     tokens = sp.Integer(1)
     if lay.speculative:
@@ -189,12 +190,14 @@ def formulas(model: TransformerModel, lay: Layout, offer: Offer, traffic: Traffi
         dr = roofline(decode(dm, B, S, tp=dtp), spec, precision=n.peak)
         k = sp.Integer(draft.tokens)
         vr = roofline(_verify_pass(m, B, S, k, lay.tp), spec, precision=n.peak)
-        tokens = expected_tokens(k, sp.Rational(str(draft.acceptance)))
-        step_bs = (k * step_time(dr, service) + step_time(vr, service)) / tokens
+        acc = sp.Rational(str(draft.acceptance))
+        run = Speculation(k, acc, expected_tokens(k, acc), step_bs, step_time(dr, service),
+                          step_time(vr, service))
+        tokens, step_bs = run.tokens_per_pass, run.round_s / run.tokens_per_pass
         assert dr.memory is not None
         weights += dr.memory.weights
         kv += dr.memory.kv_cache.xreplace({B: 1})
-    mem = memory_limit(_usable(r.memory.capacity, service), weights, kv, S)
+    mem = memory_limit(r.memory.usable, weights, kv, S)
 
     pre = prefill(m, 1, S, logits=Logits.LAST, tp=lay.tp, pp=lay.pp,
                   expert_reads=lay.expert_reads)
