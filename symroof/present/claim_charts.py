@@ -34,10 +34,10 @@ from symroof.present.charts import (CurveChart, RooflineChart, curve_pgfplots, c
                                     roofline_pgfplots, roofline_svg, si)
 from symroof.present.escape import latex_escape
 from symroof.verify import Chart, Claim, Outcome, Result
+from symroof.verify.charts import SAMPLES, numeric_result
 
 __all__ = ["RenderedChart", "render_charts", "render_outcome_charts"]
 
-_SAMPLES = 48  # points along a curve (log-spaced): smooth at any size the report uses
 _WIDTH_CM = 14.0  # the appendix's text width: labels are laid out for the page's font size
 
 
@@ -51,18 +51,6 @@ class RenderedChart:
     title: str
     svg: str
     pgfplots: str
-
-
-def _result(results: Mapping[str, Result], claim_id: object,
-            where: str) -> tuple[Result, sp.Expr]:
-    """The claim and its derived number."""
-    if not isinstance(claim_id, str) or claim_id not in results:
-        raise SymroofError(f"{where}: no claim {claim_id!r} in this file")
-    r = results[claim_id]
-    if r.derived is None or r.derived.free_symbols:
-        raise SymroofError(f"{where}: claim {claim_id!r} has no numeric derived value "
-                           f"(status {r.status})")
-    return r, r.derived
 
 
 def _chips(spec: Mapping[str, Any]) -> list[Any]:
@@ -90,7 +78,7 @@ def _roofline(spec: Mapping[str, Any], results: Mapping[str, Result], where: str
         raise SymroofError(f"{where}: {chips[0].name} lists no peak for {', '.join(precisions)}")
     points: list[tuple[str, float, float, str]] = []
     for i, p in enumerate(spec.get("points", [])):
-        r, intensity = _result(results, p.get("claim"), f"{where}.points[{i}]")
+        r, intensity = numeric_result(results, p.get("claim"), f"{where}.points[{i}]")
         chip = hardware.get(p["hardware"]) if "hardware" in p else chips[0]   # whose roof
         top, bw = chip.peak(precisions[0]), chip.bandwidth()
         label = str(p.get("label", r.claim.id))
@@ -125,7 +113,7 @@ def _curve(spec: Mapping[str, Any], results: Mapping[str, Result], where: str,
     values (a ceiling), ``marks`` (printed and derived) and named ``regions``."""
     x_name, y_name = str(spec.get("x")), str(spec.get("y"))
     lo, hi = sp.Rational(spec.get("from", 1)), sp.Rational(spec.get("to", 1000))
-    xs = [float(lo * (hi / lo) ** sp.Rational(i, _SAMPLES - 1)) for i in range(_SAMPLES)]
+    xs = [float(lo * (hi / lo) ** sp.Rational(i, SAMPLES - 1)) for i in range(SAMPLES)]
     drawn = ([{"claim": spec["claim"], "label": spec.get("label")}] if "claim" in spec else []) \
         + list(spec.get("curves", []))
     series = []
@@ -136,12 +124,12 @@ def _curve(spec: Mapping[str, Any], results: Mapping[str, Result], where: str,
         series.append((str(c.get("label") or f"{y_name}({x_name}), derived"), xs,
                        _sampled(r, x_name, xs, where)))
     for i, c in enumerate(spec.get("levels", [])):
-        r, value = _result(results, c.get("claim"), f"{where}.levels[{i}]")
+        r, value = numeric_result(results, c.get("claim"), f"{where}.levels[{i}]")
         label = f"{c.get('label', r.claim.id)} = {si(float(value))}"
         series.append((label, [xs[0], xs[-1]], [float(value)] * 2))
     marks: list[tuple[str, float, float, str]] = []
     for i, m in enumerate(spec.get("marks", [])):
-        mr, derived = _result(results, m.get("claim"), f"{where}.marks[{i}]")
+        mr, derived = numeric_result(results, m.get("claim"), f"{where}.marks[{i}]")
         at = float(m.get("x", 1))
         if mr.claimed is not None:
             marks.append(("", at, float(mr.claimed), "printed"))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import sympy as sp
 
@@ -25,7 +25,7 @@ from symroof import hardware
 from symroof.budget import substitute
 from symroof.errors import SymroofError, suggest
 
-__all__ = ["CHART_KEYS", "check_chart", "SAMPLES"]
+__all__ = ["CHART_KEYS", "check_chart", "numeric_result", "SAMPLES"]
 
 #: The fields of each kind of chart.
 CHART_KEYS = {
@@ -34,7 +34,8 @@ CHART_KEYS = {
     "curve": ("id", "kind", "document", "after", "title", "x", "y", "x_title", "y_title",
               "claim", "label", "curves", "levels", "from", "to", "marks", "regions"),
 }
-#: Points at which a curve's formula is checked (the chart samples it log-spaced).
+#: Points at which a curve's formula is checked and drawn (log-spaced: smooth at any size
+#: the report uses).
 SAMPLES = 48
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 
@@ -80,15 +81,25 @@ def check_chart(spec: Mapping[str, Any], results: Mapping[str, _Result], documen
         _curve(spec, results, at)
 
 
-def _number(results: Mapping[str, _Result], claim_id: object, where: str) -> float:
-    """A claim's derived value as a positive finite float (charts have log axes)."""
+_R = TypeVar("_R", bound=_Result)
+
+
+def numeric_result(results: Mapping[str, _R], claim_id: object,
+                   where: str) -> tuple[_R, sp.Expr]:
+    """The result of claim ``claim_id`` and its derived value, which must be a number."""
     if not isinstance(claim_id, str) or claim_id not in results:
         raise SymroofError(f"{where}: no claim {claim_id!r} in this file")
     r = results[claim_id]
     if r.derived is None or r.derived.free_symbols:
         raise SymroofError(f"{where}: claim {claim_id!r} has no numeric derived value "
                            f"(status {r.status})")
-    return _positive(r.derived, f"{where}: claim {claim_id!r}'s value")
+    return r, r.derived
+
+
+def _number(results: Mapping[str, _Result], claim_id: object, where: str) -> float:
+    """A claim's derived value as a positive finite float (charts have log axes)."""
+    return _positive(numeric_result(results, claim_id, where)[1],
+                     f"{where}: claim {claim_id!r}'s value")
 
 
 def _positive(value: object, where: str) -> float:
