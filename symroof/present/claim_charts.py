@@ -33,8 +33,9 @@ from symroof.hardware import UNITS
 from symroof.present.charts import (CurveChart, RooflineChart, curve_pgfplots, curve_svg,
                                     roofline_pgfplots, roofline_svg, si)
 from symroof.present.escape import latex_escape
-from symroof.verify import Chart, Claim, Outcome, Result
+from symroof.verify import Chart, Outcome, Result
 from symroof.verify.charts import SAMPLES, numeric_result
+from symroof.verify.run import chart_error
 
 __all__ = ["RenderedChart", "render_charts", "render_outcome_charts"]
 
@@ -150,26 +151,22 @@ def render_charts(outcome: Outcome, errors: list[Result] | None = None) -> list[
     given, else drawn in the chart's place as a box that states it; the other charts are
     still drawn."""
     results = {r.claim.id: r for r in outcome.results}
+    documents = {d.id for d in outcome.source.documents}
     out = []
     for chart in outcome.source.charts:
         where = f"{outcome.source.path}:{chart.line}: chart {chart.id!r}"
         try:
-            try:
-                out.append(_render(chart, results, outcome))
-            except SymroofError:
-                raise
-            except Exception as err:  # noqa: BLE001 - one chart never stops the report
-                raise SymroofError(f"{where}: internal error while drawing "
-                                   f"({type(err).__name__}: {err}); please report it") from None
+            out.append(_render(chart, results, outcome))
+            continue
         except SymroofError as err:
-            if errors is None:   # no outcome to carry it: the error stands where the chart would
-                out.append(_failed(chart, str(err)))
-            else:
-                doc = chart.spec.get("document") if isinstance(chart.spec, Mapping) else None
-                errors.append(Result(Claim(id=f"chart:{chart.id}", line=chart.line,
-                                           document=doc if isinstance(doc, str) else "",
-                                           section="Charts that could not be drawn",
-                                           error=str(err)), "error", message=str(err)))
+            message = str(err)
+        except Exception as err:  # noqa: BLE001 - one chart never stops the report
+            message = (f"{where}: internal error while drawing ({type(err).__name__}: {err}); "
+                       "please report it")
+        if errors is None:   # no outcome to carry it: the error stands where the chart would
+            out.append(_failed(chart, message))
+        else:
+            errors.append(chart_error(chart, message, documents))
     return out
 
 

@@ -35,7 +35,7 @@ import contextlib
 import dataclasses
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +55,7 @@ from symroof.verify.recipe import Context, check_value, declare_each, evaluate, 
 from symroof.verify.schema import Chart, Claim, ClaimFile, field_line
 
 __all__ = ["Result", "Alternative", "Outcome", "run_claims", "derive", "STATUSES",
-           "WITH_COMMUNICATION", "fill_note"]
+           "WITH_COMMUNICATION", "fill_note", "chart_error"]
 
 #: Every status a result may have.
 STATUSES = ("match", "mismatch", "inconsistent", "cited", "derived", "error")
@@ -486,23 +486,25 @@ def _charts(source: ClaimFile, results: list[Result]) -> tuple[tuple[Chart, ...]
     for chart in source.charts:
         where = f"{source.path}:{chart.line}: chart {chart.id!r}"
         try:
-            try:
-                check_chart(chart.spec, by_id, documents, where)
-                if chart.id in seen:
-                    raise SymroofError(f"{where} field 'id': duplicate chart id")
-            except SymroofError:
-                raise
-            except Exception as err:  # noqa: BLE001 - one chart never stops the report
-                raise SymroofError(f"{where}: internal error ({type(err).__name__}: "
-                                   f"{_brief(err)}); please report it") from None
+            check_chart(chart.spec, by_id, documents, where)
+            if chart.id in seen:
+                raise SymroofError(f"{where} field 'id': duplicate chart id")
         except SymroofError as err:
-            doc = chart.spec.get("document") if isinstance(chart.spec, Mapping) else None
-            errors.append(Result(Claim(id=f"chart:{chart.id}", line=chart.line,
-                                       document=doc if isinstance(doc, str) and doc in documents
-                                       else "",
-                                       section="Charts that could not be drawn",
-                                       error=str(err)), "error", message=str(err)))
-            continue
-        seen.add(chart.id)
-        drawable.append(chart)
+            errors.append(chart_error(chart, str(err), documents))
+        except Exception as err:  # noqa: BLE001 - one chart never stops the report
+            errors.append(chart_error(chart, f"{where}: internal error ({type(err).__name__}: "
+                                             f"{_brief(err)}); please report it", documents))
+        else:
+            seen.add(chart.id)
+            drawable.append(chart)
     return tuple(drawable), tuple(errors)
+
+
+def chart_error(chart: Chart, message: str, documents: Collection[str]) -> Result:
+    """The error result ``chart:<id>`` of a chart that cannot be drawn, under its document
+    when it names one of ``documents``."""
+    doc = chart.spec.get("document") if isinstance(chart.spec, Mapping) else None
+    return Result(Claim(id=f"chart:{chart.id}", line=chart.line,
+                        document=doc if isinstance(doc, str) and doc in documents else "",
+                        section="Charts that could not be drawn", error=message),
+                  "error", message=message)
