@@ -29,11 +29,8 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import math
-import os
 from pathlib import Path
 
 import pytest
@@ -42,6 +39,7 @@ from symroof.models import from_hf_dict
 from symroof.symbols import b
 from symroof.workloads.recurrent import ScanChoices
 from symroof.workloads.transformer import decode, prefill
+from test_torch_oracle import _load, _require  # one skip-or-fail rule for both oracles
 
 HERE = Path(__file__).resolve().parent
 DATA = json.loads((HERE.parent / "fixtures" / "hybrid_flops.json").read_text())
@@ -133,25 +131,12 @@ def test_what_the_counter_cannot_see_in_the_deltanet_families():
 # (b) live
 
 
-def _require(module: str):
-    try:
-        return importlib.import_module(module)
-    except ImportError as err:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but {module} is not importable ({err}); CI installs the "
-                        "'oracle' extra (pip install -e '.[test,oracle]')")
-        pytest.skip(f"{module} not installed (pip install -e '.[oracle]')")
-
-
 def test_live_bamba_at_new_shapes():
     """Bamba (attention and Mamba-2 layers, a padded last chunk): a prefill of 11 tokens
     (3 chunks of 4) and a decode step after 9, counted now."""
     _require("torch")
     _require("transformers")
-    spec = importlib.util.spec_from_file_location("_symroof_record_hybrid",
-                                                  HERE / "record_hybrid_flops.py")
-    rec = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rec)  # type: ignore[union-attr]
+    rec = _load("_symroof_record_hybrid", HERE / "record_hybrid_flops.py")
     rec.PREFILL_SHAPES, rec.DECODE_SHAPES = [(1, 11)], [(2, 9)]
     (name, cls, kwargs), = [s for s in rec.specs() if s[0] == "bamba"]
     for e in rec.record_model(name, cls, kwargs):
