@@ -34,7 +34,7 @@ from symroof.present.charts import (CurveChart, RooflineChart, curve_pgfplots, c
                                     roofline_pgfplots, roofline_svg, si)
 from symroof.present.escape import latex_escape
 from symroof.verify import Chart, Outcome, Result
-from symroof.verify.charts import SAMPLES, numeric_result
+from symroof.verify.charts import numeric_result, sample_xs
 from symroof.verify.run import chart_error
 
 __all__ = ["RenderedChart", "render_charts", "render_outcome_charts"]
@@ -114,7 +114,7 @@ def _curve(spec: Mapping[str, Any], results: Mapping[str, Result], where: str,
     values (a ceiling), ``marks`` (printed and derived) and named ``regions``."""
     x_name, y_name = str(spec.get("x")), str(spec.get("y"))
     lo, hi = sp.Rational(spec.get("from", 1)), sp.Rational(spec.get("to", 1000))
-    xs = [float(lo * (hi / lo) ** sp.Rational(i, SAMPLES - 1)) for i in range(SAMPLES)]
+    xs = sample_xs(lo, hi)
     drawn = ([{"claim": spec["claim"], "label": spec.get("label")}] if "claim" in spec else []) \
         + list(spec.get("curves", []))
     series = []

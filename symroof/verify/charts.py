@@ -25,7 +25,7 @@ from symroof import hardware
 from symroof.budget import substitute
 from symroof.errors import SymroofError, suggest
 
-__all__ = ["CHART_KEYS", "check_chart", "numeric_result", "SAMPLES"]
+__all__ = ["CHART_KEYS", "check_chart", "numeric_result", "sample_xs", "SAMPLES"]
 
 #: The fields of each kind of chart.
 CHART_KEYS = {
@@ -94,6 +94,12 @@ def numeric_result(results: Mapping[str, _R], claim_id: object,
         raise SymroofError(f"{where}: claim {claim_id!r} has no numeric derived value "
                            f"(status {r.status})")
     return r, r.derived
+
+
+def sample_xs(lo: sp.Rational, hi: sp.Rational) -> list[float]:
+    """The :data:`SAMPLES` x values, log-spaced from ``lo`` to ``hi``, at which a curve is
+    checked and drawn."""
+    return [float(lo * (hi / lo) ** sp.Rational(i, SAMPLES - 1)) for i in range(SAMPLES)]
 
 
 def _number(results: Mapping[str, _Result], claim_id: object, where: str) -> float:
@@ -222,8 +228,6 @@ def _formula(spec: Mapping[str, Any], results: Mapping[str, _Result], at: Any,
                            f"alone once its other values are set; it has "
                            f"{sorted(map(str, free))}")
     x = next(iter(free))
-    ratio = sp.Rational(repr(hi)) / sp.Rational(repr(lo))
-    for i in range(SAMPLES):
-        point = float(sp.Rational(repr(lo)) * ratio ** sp.Rational(i, SAMPLES - 1))
+    for point in sample_xs(sp.Rational(repr(lo)), sp.Rational(repr(hi))):
         value = substitute(y_of, {x: sp.Rational(repr(point))}, at("claim"))
         _positive(value, f"{at('claim')}: the formula of {claim_id!r} at {x_name} = {point:g}")
