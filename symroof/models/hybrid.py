@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from typing import Any
 
@@ -302,8 +302,8 @@ class HybridModel(TransformerModel):
             new = replace(base, **changes)  # type: ignore[arg-type]
         except TypeError:
             raise SymroofError(f"ssm choices: unknown field(s) {', '.join(sorted(changes))}; "
-                               "expected scan, chunk, causal, cb, passing, conv_outputs, "
-                               "fused, state_write") from None
+                               f"expected {', '.join(f.name for f in fields(ScanChoices))}"
+                               ) from None
         return replace(self, ssm=None if self.ssm is None else replace(self.ssm, choices=new),
                        short_conv=None if self.short_conv is None else replace(
                            self.short_conv, choices=new),
