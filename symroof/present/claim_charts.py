@@ -189,10 +189,7 @@ def render_outcome_charts(outcome: Outcome) -> tuple[Outcome, list[RenderedChart
     """The charts, and ``outcome`` with an error result for each chart that failed to draw
     (so the report, the JSON and the exit status all show it)."""
     errors: list[Result] = []
-    charts = render_charts(outcome, errors)
-    known = {d.id for d in outcome.source.documents}
-    errors = [e if e.claim.document in known else replace(e, claim=replace(e.claim, document=""))
-              for e in errors]
+    charts = render_charts(outcome, errors)   # each under its document only if it is known
     return (replace(outcome, results=outcome.results + tuple(errors)) if errors else outcome,
             charts)
 
