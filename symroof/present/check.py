@@ -13,8 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-import sympy as sp
-
 from symroof.present.appendix import derivation_terms, figure
 from symroof.verify import Outcome, Result
 
