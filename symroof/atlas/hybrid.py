@@ -41,7 +41,7 @@ from symroof.models.hybrid import HybridModel
 from symroof.precision import Precision
 from symroof.solve import Crossover, crossover, limit
 from symroof.symbols import B, S, b, dim
-from symroof.workloads.builder import LayerGroup
+from symroof.workloads.builder import RECURRENT_MIXERS, LayerGroup
 from symroof.workloads.recurrent import ssd
 from symroof.workloads.transformer import decode
 
@@ -64,14 +64,13 @@ def _hybrid(model: object, what: str, ssm: bool = False) -> HybridModel:
 
 
 def all_attention(model: HybridModel) -> HybridModel:
-    """The same widths with every recurrent mixer (Mamba-2, short convolution) replaced by
+    """The same widths with every recurrent mixer (:data:`RECURRENT_MIXERS`) replaced by
     the model's attention (a layer that ran both runs attention alone); MLPs and experts
     unchanged."""
     m = _hybrid(model, "all_attention")
     groups: list[LayerGroup] = []
     for g in m.groups:
-        recurrent = g.mixer in ("mamba2", "parallel", "shortconv", "mamba1", "deltanet")
-        new = replace(g, mixer="attention" if recurrent else g.mixer)
+        new = replace(g, mixer="attention" if g.mixer in RECURRENT_MIXERS else g.mixer)
         same = next((x for x in groups if x.prefix == new.prefix), None)
         if same is None:
             groups.append(new)

@@ -27,7 +27,7 @@ from symroof.errors import SymroofError
 from symroof.ir import Kind, as_dim, as_expr
 from symroof.models.config import TransformerModel, transformer
 from symroof.symbols import b as _b
-from symroof.workloads.builder import MIXERS, LayerGroup
+from symroof.workloads.builder import MIXERS, RECURRENT_MIXERS, LayerGroup
 from symroof.workloads.layers import forward_graph, kv_cache_tensors
 from symroof.workloads.recurrent import STATE_NAMES, Scan, ScanChoices
 
@@ -276,10 +276,9 @@ class HybridModel(TransformerModel):
 
     @property
     def ssm_layers(self) -> sp.Expr:
-        """Layers with a recurrent mixer (Mamba-2 or a short convolution)."""
-        return sp.Add(*(g.count for g in self.groups
-                        if g.mixer in ("mamba2", "parallel", "shortconv", "mamba1",
-                                       "deltanet")))
+        """Layers with a recurrent mixer (:data:`RECURRENT_MIXERS`: Mamba-1 or -2, a short
+        convolution, a gated DeltaNet)."""
+        return sp.Add(*(g.count for g in self.groups if g.mixer in RECURRENT_MIXERS))
 
     def with_scan(self, choices: ScanChoices | None = None, **changes: object) -> HybridModel:
         """The same model under other scan conventions: ``choices`` whole, or

@@ -57,6 +57,8 @@ class LatentShape(Protocol):
 #: (Qwen3-Next's linear attention); none (a layer that is only an MLP, as Nemotron-H's).
 MIXERS = {"attention": "", "mamba2": "mamba.", "parallel": "parallel.", "shortconv": "conv.",
           "mamba1": "mamba1.", "deltanet": "delta.", "none": "mlp_only."}
+#: The mixers with a recurrent part (conv or scan states): all but attention alone and none.
+RECURRENT_MIXERS = frozenset(MIXERS) - {"attention", "none"}
 
 
 @dataclass(frozen=True)
