@@ -163,4 +163,6 @@ def _latex(expr: object) -> str:
 # A report prints the same formulas many times (the Markdown and the LaTeX of one
 # appendix, a table row and its claim): display() cancels and factors, so each
 # expression is printed once. SymPy expressions are immutable and hash by value.
-_latex_cached = functools.lru_cache(maxsize=4096)(_latex)
+# typed: SymPy's 1 equals Python's True, so an untyped cache would print a refused
+# argument (True) as the 1 printed before it.
+_latex_cached = functools.lru_cache(maxsize=4096, typed=True)(_latex)

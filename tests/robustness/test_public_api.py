@@ -237,3 +237,13 @@ def test_a_bad_argument_is_a_symroof_error(c, param, bad):
                     f"{shown(str(exc), 300)}")
     if (c.name, param, shown(bad, 10**6)) not in ACCEPTED:
         pytest.fail(f"{c.name}({param}={shown(bad)}) was accepted: {shown(result, 200)}")
+
+
+def test_a_remembered_formula_never_answers_for_an_equal_refused_argument():
+    # SymPy's 1 == True and both hash alike: the LaTeX printer's cache once printed
+    # True as "1" when 1 had been printed first (found by the run order of a serial run).
+    from symroof.present import formula
+
+    assert formula.latex(sp.Integer(1)) == "1"
+    with pytest.raises(SymroofError, match="got True"):
+        formula.latex(True)
