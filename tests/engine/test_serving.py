@@ -176,12 +176,14 @@ def test_int4_weights_stop_helping_once_bf16_is_compute_bound():
     assert float(g.narrow_compute) == pytest.approx(109.504, rel=1e-5)
     assert float(g.wide_compute) == pytest.approx(438.094, rel=1e-5)
     assert g.limit == 1
-    # second computation: scan the batch; compute-bound is F/peak >= Q/bandwidth
+    # second computation: scan the batch; compute-bound is F/peak >= Q/bandwidth, each
+    # side evaluated exactly at every batch (one graph with a symbolic batch, not a solve)
     def first_compute_bound(weights: str) -> int:
         mm = m.with_precision(weights=weights, kv_cache="bf16", activations="bf16")
+        r = sr.roofline(decode(mm, B, 128), "h100-sxm", precision="bf16")
+        compute, memory = sp.Poly(r.compute_time_s, B), sp.Poly(r.memory_time_s, B)
         for batch in range(1, 2000):
-            r = sr.roofline(decode(mm, batch, 128), "h100-sxm", precision="bf16")
-            if r.compute_time_s >= r.memory_time_s:
+            if compute.eval(batch) >= memory.eval(batch):
                 return batch
         raise AssertionError("never compute-bound")
     assert first_compute_bound("int4") == 110 and first_compute_bound("bf16") == 439
