@@ -12,7 +12,7 @@ from symroof.cli.common import CLI_NAMES, Command, Output, choices, numerics_of
 from symroof.errors import SymroofError
 from symroof.options import Causal, Recompute, Statistics
 from symroof.parse import parse_expr
-from symroof.present.commands import dumps
+from symroof.present.commands import dumps, request_doc
 from symroof.present.training import train_json, train_lines
 from symroof.request import Request
 from symroof.training.layout import TrainingLayout
@@ -105,8 +105,8 @@ def _run(args: argparse.Namespace, out: Output) -> int:
                          causal=causal,
                          statistics=args.statistics, precision=r.numerics.values,
                          tokens=_number(args.tokens, "--tokens"), mfu=_number(args.mfu, "--mfu"))
-    if args.json:
-        out(dumps(train_json(plan)))
+    if args.json:  # with the request it ran, as eval's JSON carries its own
+        out(dumps({**train_json(plan), "request": request_doc(r)}))
         return 0
     for line in train_lines(plan):
         out(line)

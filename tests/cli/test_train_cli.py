@@ -65,6 +65,11 @@ def test_json_output_matches_the_library(capsys):
     assert doc["fits"] is True and doc["layout"]["devices"] == 64
     assert doc["bubble"] == pytest.approx(7 / 64)
     assert "time" not in doc
+    # the request it ran, in the form eval's --json prints it
+    req = doc["request"]
+    assert req["workload"] == "training" and req["hardware"] == "a100-80gb"
+    assert req["model"] == "gpt3-175b" and req["numerics"]["b"] == "bf16"
+    assert req["options"] == {"recompute": "selective", "causal": "half", "fused": True}
 
 
 def test_does_not_fit_without_recomputation(capsys):
