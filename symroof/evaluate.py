@@ -207,7 +207,7 @@ def _load_numpy() -> tuple[Any, Any]:
     global _NUMPY
     import numpy  # here, not at the top: see the docstring
 
-    from symroof.lambdified import run  # likewise
+    from symroof.compiled.lambdified import run  # likewise
 
     _NUMPY = (numpy, run)
     return _NUMPY
@@ -284,7 +284,7 @@ def _prepared(expr: object, subs: Mapping[object, object] | None) -> _Prepared:
     found = (e, fixed, tuple(float(v) for v in fixed.values()),
              {x.name: x for x in e.free_symbols})
     if key is not None:
-        from symroof.lambdified import MAXSIZE  # loaded by sweep already: as many as it keeps
+        from symroof.compiled.lambdified import MAXSIZE  # loaded by sweep already: as many as it keeps
 
         with _LOCK:
             _PREPARED[key] = found

@@ -207,7 +207,7 @@ def _check_sets(r: Request, a: Analysis) -> None:
 
         check_rows_domain(a, rows(r))
     else:  # at once, from the compiled sizes (numpy: only for many rows)
-        from symroof.numeric import check_rows_domain as check_many
+        from symroof.compiled.numeric import check_rows_domain as check_many
 
         check_many(a, rows(r))
 
@@ -370,7 +370,7 @@ def row_count(r: Request) -> int:
 def points(r: Request, *, compiled: bool = False) -> Iterator[Point]:
     """The request's rows evaluated (:class:`symroof.evaluate.Point`, with the roofline
     on its chip): exactly, or with ``compiled`` in float64 from compiled formulas
-    (:mod:`symroof.numeric`). The rows were checked when the request was made; nothing is
+    (:mod:`symroof.compiled.numeric`). The rows were checked when the request was made; nothing is
     checked again."""
     a = analysis(r)
     hw = None if r.chip is None else spec(r)

@@ -7,13 +7,14 @@ import argparse
 
 import sympy as sp
 
-from symroof.cli.common import Command, Output, choices, numerics_of
+from symroof import request
+from symroof.cli.common import CLI_NAMES, Command, Output, choices, numerics_of
 from symroof.errors import SymroofError
-from symroof.models import resolve
 from symroof.options import Causal, Recompute, Statistics
 from symroof.parse import parse_expr
-from symroof.present.commands import dumps
+from symroof.present.commands import dumps, request_doc
 from symroof.present.training import train_json, train_lines
+from symroof.request import Request
 from symroof.training.layout import TrainingLayout
 from symroof.training.plan import plan_training
 
@@ -67,11 +68,30 @@ def _count(text: str, flag: str) -> int:
     return int(value)
 
 
-def _run(args: argparse.Namespace, out: Output) -> int:
-    model = resolve(args.model)
+def request_of(args: argparse.Namespace) -> Request:
+    """The run as a :class:`~symroof.request.Request` of the registry's ``training``
+    workload, checked once as every front door's is: the model (a preset in any case, a
+    config.json or a folder holding one, with ``--dropout``), the options the training
+    builder takes (``--recompute``, ``--causal``, ``--unfused``), the formats and the chip
+    (its peak in them). The parallel layout is the training plan's own (tp, pp, dp, ZeRO)."""
+    model = request.load_model(args.model)
     dropout = _number(args.dropout, "--dropout")
     if dropout is not None:
         model = model.replace(attention_dropout=dropout, hidden_dropout=dropout)
+    options = {"recompute": args.recompute, "causal": args.causal, "fused": not args.unfused}
+    return request.make("training", options=options, model=model, numerics=numerics_of(args),
+                        chip=args.hardware, names=CLI_NAMES)
+
+
+def _run(args: argparse.Namespace, out: Output) -> int:
+    r = request_of(args)
+    options = dict(r.options)
+    recompute, causal, fused = options["recompute"], options["causal"], options["fused"]
+    # the registry entry made them members of the training builder's option kinds
+    assert isinstance(recompute, Recompute) and isinstance(causal, Causal)
+    assert isinstance(fused, bool)
+    model = request.model(r)
+    assert model is not None  # the training workload takes a model
     tp = _count(args.tp, "--tp")
     if args.sequence_parallel and tp == 1:
         raise SymroofError("--sequence-parallel: splits activations over the tensor-parallel "
@@ -79,14 +99,14 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     layout = TrainingLayout(tp=tp, pp=_count(args.pp, "--pp"), dp=_count(args.dp, "--dp"),
                             zero=int(args.zero), sequence_parallel=args.sequence_parallel)
     glob = None if args.global_batch is None else _count(args.global_batch, "--global-batch")
-    plan = plan_training(model, args.hardware, seq=_count(args.seq, "--seq"),
+    plan = plan_training(model, request.spec(r), seq=_count(args.seq, "--seq"),
                          micro_batch=_count(args.micro_batch, "--micro-batch"),
-                         global_batch=glob, layout=layout, recompute=args.recompute,
-                         fused=not args.unfused, causal=args.causal,
-                         statistics=args.statistics, precision=numerics_of(args).values,
+                         global_batch=glob, layout=layout, recompute=recompute, fused=fused,
+                         causal=causal,
+                         statistics=args.statistics, precision=r.numerics.values,
                          tokens=_number(args.tokens, "--tokens"), mfu=_number(args.mfu, "--mfu"))
-    if args.json:
-        out(dumps(train_json(plan)))
+    if args.json:  # with the request it ran, as eval's JSON carries its own
+        out(dumps({**train_json(plan), "request": request_doc(r)}))
         return 0
     for line in train_lines(plan):
         out(line)

@@ -65,6 +65,11 @@ def test_json_output_matches_the_library(capsys):
     assert doc["fits"] is True and doc["layout"]["devices"] == 64
     assert doc["bubble"] == pytest.approx(7 / 64)
     assert "time" not in doc
+    # the request it ran, in the form eval's --json prints it
+    req = doc["request"]
+    assert req["workload"] == "training" and req["hardware"] == "a100-80gb"
+    assert req["model"] == "gpt3-175b" and req["numerics"]["b"] == "bf16"
+    assert req["options"] == {"recompute": "selective", "causal": "half", "fused": True}
 
 
 def test_does_not_fit_without_recomputation(capsys):
@@ -90,3 +95,44 @@ def test_bad_input_is_one_line(capsys, argv, message):
     code, out, err = run(capsys, *base, *argv)
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1 and message in err, err
+
+
+def _error(capsys, *argv: str) -> str:
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "", (code, out)
+    return err
+
+
+@pytest.mark.parametrize("flags", [
+    ["--model", "gpt3-175b", "--hardware", "a100-80gb", "--precision", "fp8"],   # the chip's peak
+    ["--model", "no-such-model", "--hardware", "a100-80gb"],                     # the model
+    ["--model", "gpt3-175b", "--hardware", "no-such-chip"],                      # the chip
+])
+def test_train_parses_into_the_one_request_and_refuses_as_eval_does(capsys, flags):
+    """``symroof train`` is a parser into a Request of the registry's training workload:
+    its model, formats and chip meet the same checks as ``symroof eval``'s, so each bad
+    value is refused with the very line eval prints (before, train had its own model
+    reader and chip check, with other messages)."""
+    train = _error(capsys, "train", *flags, "--seq", "2048")
+    evaluate = _error(capsys, "eval", "decode", *flags, "--set", "B=1", "--set", "S=2")
+    assert train == evaluate and train.startswith("symroof: error: ")
+
+
+def test_train_reads_the_model_as_every_front_door_does(capsys):
+    """A preset in any case (request.load_model, which also reads a config.json or a
+    folder holding one) gives the same plan as the preset's name; the options are the
+    registry entry's members."""
+    import argparse
+
+    from symroof.cli.train import request_of
+    from symroof.options import Causal, Recompute
+
+    base = ["--hardware", "a100-80gb", "--seq", "1024", "--json"]
+    _, want, _ = run(capsys, "train", "--model", "gpt2", *base)
+    _, upper, _ = run(capsys, "train", "--model", "GPT2", *base)
+    assert upper == want and json.loads(want)["model"] == "gpt2"
+    args = argparse.Namespace(model="gpt2", dropout=None, recompute="selective",
+                              causal="none", unfused=True, precision=None, hardware="h100-sxm")
+    r = request_of(args)
+    assert r.workload == "training" and dict(r.options) == {
+        "recompute": Recompute.SELECTIVE, "causal": Causal.NONE, "fused": False}

@@ -16,6 +16,7 @@ import contextvars
 import os
 import random
 import threading
+import time  # only to name time.monotonic: no test reads the clock
 
 import pytest
 import sympy as sp
@@ -250,7 +251,7 @@ def test_guard_stops_a_child_that_never_ends_on_the_real_clock():
     """budget.clock is time.monotonic unless replaced: a child that would run for ever is
     stopped at the seconds limit (2 s, which a loaded machine still meets; how long the
     stop took is not asserted)."""
-    assert budget.clock is budget.time.monotonic
+    assert budget.clock is time.monotonic and budget.clock is budget.guard.clock
     with limits(seconds=2), pytest.raises(BudgetError) as info:
         guarded("an endless step", _forever)
     assert str(info.value).startswith("an endless step: still running after 2 s")
@@ -260,7 +261,7 @@ def test_guard_stops_a_child_that_never_ends_on_the_real_clock():
 
 def test_guard_nested_calls_run_in_the_same_child():
     def outer():
-        return guarded("inner", lambda: (os.getpid(), budget._CHILD_PIPE is not None))
+        return guarded("inner", lambda: (os.getpid(), budget.guard._CHILD_PIPE is not None))
     pid, in_child = guarded("outer", outer)
     assert in_child and pid != os.getpid()
 
@@ -327,3 +328,14 @@ def test_light_inputs_skip_the_fork(monkeypatch):
     assert forked(lambda: sr.limit((B + S) ** 5 / (B + D) ** 5, B))
     assert not forked(lambda: sr.limit((B + S) ** 4 / (B + D) ** 4, B))
     _no_child_left()
+
+
+def test_the_package_keeps_every_name_at_its_old_path():
+    """budget.py became a package (``checks``: the limits and the checks made before the
+    work; ``guard``: the guarded child): every public name is still read from
+    ``symroof.budget``, and is the one object its submodule defines."""
+    from symroof.budget import checks, guard
+    for name in budget.__all__:
+        home = guard if name in guard.__all__ else checks
+        assert getattr(budget, name) is getattr(home, name), name
+    assert BudgetError.__module__ == "symroof.budget"   # as tracebacks and pickles name it

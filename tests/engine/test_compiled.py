@@ -1,4 +1,4 @@
-"""The compiled numeric path (symroof/compiled.py) against the exact one (issue 16).
+"""The compiled numeric path (symroof/compiled/) against the exact one (issue 16).
 
 Every float is compared with the exact path's number at the same point, computed
 independently (``roofline(subs=)`` in rationals, then ``float``), to 1e-12 relative over
@@ -15,7 +15,8 @@ import pytest
 import sympy as sp
 
 import symroof as sr
-from symroof import compiled, lambdified
+from symroof import compiled
+from symroof.compiled import lambdified
 from symroof.errors import SymroofError
 from symroof.evaluate import Point, evaluate, points as exact_points, roofline
 from symroof.symbols import B, D, H, L, N, S, b, dim, n

@@ -29,11 +29,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("symroof.passes",),
     ("symroof.workloads",),
     ("symroof.models",),
-    ("symroof.display", "symroof.evaluate", "symroof.device", "symroof.lambdified",
+    ("symroof.display", "symroof.evaluate", "symroof.device", "symroof.compiled.lambdified",
      "symroof.notation"),
     ("symroof.solve", "symroof.footprint", "symroof.levels", "symroof.bounds", "symroof.training",
      "symroof.serving"),
-    ("symroof.compiled", "symroof.numeric"),
+    ("symroof.compiled", "symroof.lambdified",
+     "symroof.numeric"),     # the package, and the old paths of two of its modules
     ("symroof.request",),   # what every front door parses into: above all it builds and runs
     ("symroof.measure", "symroof.atlas", "symroof.verify",
      "symroof.plan"),       # the serving planner: requests' model reader, serving, compiled

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import symroof
 from symroof import testing
+from symroof.testing import sampling
 from symroof.symbols import B, D, K, M, N, S, T, b, n
 from symroof.testing import (
     assert_close, assert_formula_equal, assert_free_symbols, assert_matches_oracle,
@@ -227,7 +228,7 @@ def run_isolated(code: str, timeout: float = 60) -> str:
 TOWER_PRELUDE = """
     import sympy as sp
     from sympy.core.evalf import EvalfMixin
-    from symroof import testing
+    from symroof.testing import bounded
     from symroof.budget import expansion_bound
     from symroof.symbols import M, N
     from symroof.testing import assert_close, assert_formula_equal, assert_matches_oracle
@@ -245,14 +246,14 @@ TOWER_PRELUDE = """
         if getattr(self, "is_number", False) and not sizing:
             sizing.append(self)
             try:
-                bits = testing._bits(self, {})
+                bits = bounded._bits(self, {})
             finally:
                 sizing.pop()
-            if bits > testing._MAX_BITS:
+            if bits > bounded._MAX_BITS:
                 raise Unbounded("evalf of a number past _MAX_BITS")
         return real_evalf(self, *args, **kwargs)
     def cancel(f, *args, **kwargs):
-        if expansion_bound(f, testing._MAX_TERMS) > testing._MAX_TERMS:
+        if expansion_bound(f, bounded._MAX_TERMS) > bounded._MAX_TERMS:
             raise Unbounded("cancel of more than _MAX_TERMS terms")
         return real_cancel(f, *args, **kwargs)
     EvalfMixin.evalf, sp.cancel = evalf, cancel
@@ -527,9 +528,10 @@ ASSUMPTIONS = [
 def test_property_samples_satisfy_and_cover_each_symbols_domain(assumptions, seed):
     s = sp.Symbol("s", **assumptions)
     rng = random.Random(seed)
-    values = [testing._sample(s, rng, [sp.Integer(4), sp.Rational(7, 2)], "t") for _ in range(200)]
+    near = [sp.Integer(4), sp.Rational(7, 2)]
+    values = [sampling._sample(s, rng, near, "t") for _ in range(200)]
     for v in values:
-        assert testing._violation(s, v) is None, (assumptions, v)
+        assert sampling._violation(s, v) is None, (assumptions, v)
     reals = [v for v in values if v.is_real]
     real = s.is_extended_real       # noninteger=True is extended_real, not real (+-oo)
     neg_ok = s.is_extended_nonnegative is not True and real is not False
@@ -565,13 +567,29 @@ def test_property_oracle_accepts_exactly_the_values_the_assumptions_allow(m):
 
 # --- the pytest plugin ------------------------------------------------------------------
 
-def test_plugin_module_imports_only_the_standard_library_at_top_level():
-    # pytest loads this module at startup: sympy and symroof modules load lazily, in the helpers
-    tree = ast.parse(Path(testing.__file__).read_text())
-    top = {a.name for node in tree.body if isinstance(node, ast.Import) for a in node.names}
-    top |= {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
-    assert top <= {"__future__", "itertools", "math", "numbers", "random", "collections.abc",
-                   "typing"}
+def test_plugin_package_imports_only_the_standard_library_at_top_level():
+    # pytest loads this package at startup: sympy and symroof modules load lazily, in the
+    # helpers; at the top its modules import the standard library and each other only
+    files = sorted(Path(testing.__file__).parent.glob("*.py"))
+    assert {f.stem for f in files} >= {"__init__", "formulas", "values"}
+    for path in files:
+        tree = ast.parse(path.read_text())
+        top = {a.name for node in tree.body if isinstance(node, ast.Import) for a in node.names}
+        top |= {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
+        top = {m for m in top if not m.startswith("symroof.testing.")}
+        assert top <= {"__future__", "itertools", "math", "numbers", "random",
+                       "collections.abc", "typing"}, (path.name, top)
+
+
+def test_plugin_start_up_loads_no_sympy_and_no_other_symroof_module():
+    """Importing the plugin in a fresh interpreter loads its own package and nothing of
+    sympy, mpmath or the rest of symroof (what every pytest session of a user pays)."""
+    code = ("import sys, symroof.testing; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('sympy', 'mpmath', 'symroof') and not m.startswith('symroof.testing')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={"PYTHONPATH": str(Path(symroof.__file__).parents[1])})
+    assert out.stdout.split() == ["['symroof',", "'symroof.version']"], out.stdout
 
 
 def test_fixtures_via_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):

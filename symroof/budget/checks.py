@@ -1,26 +1,6 @@
-"""Limits on the work one request may cause: every one of them here, adjustable on purpose.
-
-A small input can ask for a lot: six ``--set`` lists of 999 values are 10**18 rows,
-``(F + Q)**64`` expands into millions of terms, ``exp(exp(exp(64)))`` has more digits than
-there are atoms. Each limit below is checked before the work starts (rows, expression
-size and degree, digits of a number), and SymPy's solvers and limits run under a
-wall-clock and memory guard that ends the computation and names the step that was too
-large. A refusal is a :class:`BudgetError` (a :class:`~symroof.errors.SymroofError`)
-naming the limit and how to raise it: ``--budget NAME=VALUE`` on the command line,
-``with symroof.budget.limits(NAME=VALUE):`` in Python.
-
->>> current().rows
-10000
->>> with limits(rows=50):
-...     check_rows([("M", 10), ("N", 10)], "--set")
-Traceback (most recent call last):
-...
-symroof.budget.BudgetError: --set: 100 rows (M 10 x N 10), more than the limit of 50 rows (raise it with --budget rows=N)
->>> from symroof.symbols import B
->>> check_expr((B + 1)**64, "limit")
-Traceback (most recent call last):
-...
-symroof.budget.BudgetError: limit: degree 64 in B, more than the limit of 16 (raise it with --budget degree=N)
+"""The limits on the work one request may cause, and the checks made before the work
+starts: rows, expression size and degree, digits of a number (:mod:`symroof.budget`
+describes them all; :mod:`symroof.budget.guard` holds the wall-clock and memory guard).
 """
 
 from __future__ import annotations
@@ -29,19 +9,10 @@ import contextlib
 import contextvars
 import functools
 import math
-import os
-import pickle
-import select
-import signal
-import struct
 import sys
-import threading
-import time
-import traceback
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any, TypeVar
+from typing import Any
 
 import mpmath
 import sympy as sp
@@ -49,19 +20,13 @@ import sympy as sp
 from symroof.errors import SymroofError, suggest
 from symroof.files import MAX_FILE_BYTES
 
-try:
-    import resource  # POSIX only: the guard's memory limit
-except ImportError:  # pragma: no cover - Windows
-    resource = None  # type: ignore[assignment]
-
 __all__ = [
     "Budget", "BudgetError", "DEFAULT", "current", "limits", "parse_limits", "check_rows",
     "check_expr", "check_number", "operations", "degree_bound", "expansion_bound", "light",
-    "substitute", "guarded", "note", "LIGHT_TERMS", "LIGHT_DEGREE", "MAX_ROWS", "MAX_OPS", "MAX_DEGREE", "MAX_SECONDS", "MAX_MEMORY_MIB",
-    "MAX_DIGITS", "MAX_FILE_BYTES", "MAX_LENGTH", "MAX_DEPTH", "MAX_EXPONENT", "MAX_BITS",
+    "substitute", "LIGHT_TERMS", "LIGHT_DEGREE", "MAX_ROWS", "MAX_OPS", "MAX_DEGREE",
+    "MAX_SECONDS", "MAX_MEMORY_MIB", "MAX_DIGITS", "MAX_FILE_BYTES", "MAX_LENGTH", "MAX_DEPTH",
+    "MAX_EXPONENT", "MAX_BITS", "hint",
 ]
-
-T = TypeVar("T")
 
 # -- the limits -------------------------------------------------------------------------
 # Adjustable per request (Budget fields; --budget NAME=VALUE):
@@ -92,6 +57,8 @@ class BudgetError(SymroofError):
     'rows'
     """
 
+    __module__ = "symroof.budget"  # its public path, as printed in a traceback
+
     def __init__(self, message: str, limit: str = "") -> None:
         super().__init__(message, limit)
         self.limit = limit
@@ -100,7 +67,8 @@ class BudgetError(SymroofError):
         return str(self.args[0])
 
 
-def _hint(name: str) -> str:
+def hint(name: str) -> str:
+    """How to raise the limit ``name``, as a refusal ends."""
     return f" (raise it with --budget {name}=N)"
 
 
@@ -208,7 +176,7 @@ def check_rows(lengths: Sequence[tuple[str, int]], what: str) -> int:
     if total > limit:
         parts = " x ".join(f"{name} {n}" for name, n in lengths)
         raise BudgetError(f"{what}: {total:,} rows ({parts}), more than the limit of "
-                          f"{limit:,} rows{_hint('rows')}", "rows")
+                          f"{limit:,} rows{hint('rows')}", "rows")
     return total
 
 
@@ -331,14 +299,14 @@ def check_expr(expr: sp.Basic, what: str, symbols: Iterable[sp.Symbol] | None = 
     b = current()
     ops = operations(expr, b.ops)
     if ops > b.ops:
-        raise BudgetError(f"{what}: more than {b.ops:,} operations, the limit{_hint('ops')}",
+        raise BudgetError(f"{what}: more than {b.ops:,} operations, the limit{hint('ops')}",
                           "ops")
     chosen = expr.free_symbols if symbols is None else set(symbols)
     for s in sorted(chosen, key=lambda x: x.name):
         d = degree_bound(expr, s)
         if d > b.degree:
             raise BudgetError(f"{what}: degree {d} in {s}, more than the limit of "
-                              f"{b.degree}{_hint('degree')}", "degree")
+                              f"{b.degree}{hint('degree')}", "degree")
 
 
 def _digits(r: sp.Rational) -> int:
@@ -351,7 +319,7 @@ def check_number(expr: sp.Basic, what: str) -> sp.Basic:
     for r in expr.atoms(sp.Rational):
         if _digits(r) > limit:
             raise BudgetError(f"{what}: a number of about {_digits(r):,} digits, more than the "
-                              f"limit of {limit:,}{_hint('digits')}", "digits")
+                              f"limit of {limit:,}{hint('digits')}", "digits")
     return expr
 
 
@@ -409,7 +377,7 @@ def substitute(expr: sp.Expr, values: Mapping[sp.Basic, sp.Basic],
         return _substitute(expr, values, limit)
     except _TooBig as big:
         name = what if isinstance(what, str) else what()
-        raise BudgetError(f"{name}: {big.args[0]}{_hint('digits')}", "digits") from None
+        raise BudgetError(f"{name}: {big.args[0]}{hint('digits')}", "digits") from None
 
 
 class _TooBig(Exception):
@@ -462,155 +430,3 @@ def _substitute(expr: sp.Expr, values: dict[sp.Basic, sp.Basic], limit: int) -> 
         raise _TooBig("the expression is nested too deeply to substitute into") from None
 
 
-# -- the wall-clock and memory guard -----------------------------------------------------
-# SymPy cannot be interrupted from a thread, and a signal handler never runs inside one
-# long C-level integer operation, so a guarded call runs in a forked child: the parent
-# waits on a pipe until the deadline and kills the child if it is late. A fork costs
-# about 10 ms (measured in this project: ~6 ms on top of a 15 ms decode limit); where
-# fork is unavailable or unsafe (no os.fork, macOS, other threads running) the call runs
-# in this process with the size and degree checks as its only bound.
-
-_CHILD_PIPE: int | None = None   # set in a guarded child: where its notes and result go
-_HEADER = struct.Struct("!cI")
-
-#: The clock the guard's deadline is read from (seconds, monotonic): ``_collect`` calls
-#: it once to set the deadline and again before each wait. The one injection point for
-#: tests, which replace it (``monkeypatch.setattr(budget, "clock", fake)``) so that a
-#: test of the seconds limit never depends on how fast the machine is.
-clock: Callable[[], float] = time.monotonic
-
-
-def _send(fd: int, kind: bytes, payload: bytes) -> None:
-    data = _HEADER.pack(kind, len(payload)) + payload
-    while data:
-        data = data[os.write(fd, data):]
-
-
-def note(step: str) -> None:
-    """Name the step a guarded computation is in, so that a timeout can say which."""
-    if _CHILD_PIPE is not None:
-        _send(_CHILD_PIPE, b"S", step[:300].encode("utf-8", "replace"))
-
-
-def _forkable() -> bool:
-    return (hasattr(os, "fork") and sys.platform != "darwin"
-            and threading.active_count() == 1)
-
-
-def guarded(step: str, fn: Callable[..., T], /, *args: Any, unguarded: bool = False,
-            **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)`` within the seconds and memory limits; ``step`` names the
-    call in the BudgetError that ends a computation past them. ``unguarded`` (a light
-    input, see :func:`light`) runs it here, without the fork.
-
-    >>> guarded("a sum", sum, [1, 2, 3])
-    6
-    """
-    b = current()
-    if unguarded or _CHILD_PIPE is not None or (b.seconds is None and b.memory_mib is None) \
-            or not _forkable():
-        return fn(*args, **kwargs)
-    read_end, write_end = os.pipe()
-    with warnings.catch_warnings():  # Python 3.12 warns about fork with threads; none run
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:  # the child: compute, send, and leave without running any cleanup
-        code = 0
-        try:
-            os.close(read_end)
-            _child(write_end, b, fn, args, kwargs)
-        except BaseException:  # noqa: BLE001 - nothing may escape into the parent's stack
-            code = 70
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    try:
-        return _collect(step, b, pid, read_end)
-    finally:
-        os.close(read_end)
-        _reap(pid, kill=True)
-
-
-def _child(fd: int, b: Budget, fn: Callable[..., Any], args: tuple[Any, ...],
-           kwargs: dict[str, Any]) -> None:
-    global _CHILD_PIPE
-    _CHILD_PIPE = fd
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    out_of_memory = pickle.dumps(("memory", None))
-    if b.memory_mib is not None and resource is not None:
-        with contextlib.suppress(OSError, ValueError):
-            soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-            with open("/proc/self/statm", "rb") as fh:
-                used = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-            want = used + b.memory_mib * 2**20
-            if hard == resource.RLIM_INFINITY or want < hard:
-                resource.setrlimit(resource.RLIMIT_AS, (want, hard))
-    try:
-        payload = pickle.dumps(("ok", fn(*args, **kwargs)))
-    except MemoryError:
-        payload = out_of_memory
-    except BaseException as exc:  # noqa: BLE001 - the parent re-raises it
-        tb = "".join(traceback.format_exception(exc))
-        try:
-            payload = pickle.dumps(("error", exc, tb))
-        except Exception:  # noqa: BLE001 - an exception that does not pickle
-            payload = pickle.dumps(("error", RuntimeError(f"{type(exc).__name__}: {exc}"), tb))
-    _send(fd, b"R", payload)
-
-
-def _collect(step: str, b: Budget, pid: int, fd: int) -> Any:
-    deadline = None if b.seconds is None else clock() + b.seconds
-    buf, last = b"", ""
-    while True:
-        left = None if deadline is None else deadline - clock()
-        if left is not None and left <= 0:
-            os.kill(pid, signal.SIGKILL)
-            where = f" while {last}" if last else ""
-            raise BudgetError(f"{step}: still running after {b.seconds:g} s{where}; stopped "
-                              f"at the seconds limit{_hint('seconds')}", "seconds")
-        ready, _, _ = select.select([fd], [], [], left)
-        if not ready:
-            continue
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            break
-        buf += chunk
-        while len(buf) >= _HEADER.size:
-            kind, size = _HEADER.unpack_from(buf)
-            if len(buf) < _HEADER.size + size:
-                break
-            body, buf = buf[_HEADER.size:_HEADER.size + size], buf[_HEADER.size + size:]
-            if kind == b"S":
-                last = body.decode("utf-8", "replace")
-            else:
-                return _result(step, b, pickle.loads(body))
-    status = _reap(pid, kill=False)
-    where = f" while {last}" if last else ""
-    raise BudgetError(f"{step}: the computation ended without a result{where} ({status}; "
-                      f"out of memory?){_hint('memory_mib')}", "memory_mib")
-
-
-def _result(step: str, b: Budget, message: tuple[Any, ...]) -> Any:
-    kind = message[0]
-    if kind == "ok":
-        return message[1]
-    if kind == "memory":
-        raise BudgetError(f"{step}: needed more than {b.memory_mib:,} MiB, the memory limit"
-                          f"{_hint('memory_mib')}", "memory_mib")
-    exc, tb = message[1], message[2]
-    if not isinstance(exc, SymroofError):
-        exc.add_note(f"in symroof's guarded child process:\n{tb}")
-    raise exc
-
-
-def _reap(pid: int, kill: bool) -> str:
-    """Wait for the child (killing it first if asked); how it ended, in words."""
-    try:
-        if kill:
-            os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-    except (ChildProcessError, ProcessLookupError):
-        return "already ended"
-    if os.WIFSIGNALED(status):
-        return f"killed by signal {os.WTERMSIG(status)}"
-    return f"exit status {os.WEXITSTATUS(status)}"

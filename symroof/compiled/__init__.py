@@ -1,12 +1,16 @@
 """Compiled numbers: derive once, then evaluate at numpy speed over arrays of points.
 
+The package holds the numeric path: :mod:`~symroof.compiled.lambdified` (``lambdify`` once
+per formula, cached), :mod:`~symroof.compiled.numeric` (a workload's roofline and ``symroof
+eval``'s rows over a grid) and, here, the sweeps and the chunked runs over Dask.
+
 ``lambdify`` turns an expression into Python source over numpy and compiles it (about a
-millisecond); :func:`function` (:mod:`symroof.lambdified`) does that once per
+millisecond); :func:`function` (:mod:`symroof.compiled.lambdified`) does that once per
 (expressions, argument order) and keeps the result in a bounded LRU cache, so that equal
 expressions, however they were built, share one compiled function. :func:`sweep`
 (``sr.sweep``, from :mod:`symroof.evaluate`) evaluates one expression over a grid; :func:`rooflines` a workload's
 roofline on a chip (F, Q, I, times, tokens/s, bound) over a grid; :func:`points` the
-rows of ``symroof eval`` (both from :mod:`symroof.numeric`).
+rows of ``symroof eval`` (both from :mod:`symroof.compiled.numeric`).
 Results are float64 and agree with the exact path (``roofline(subs=)``, which stays the
 exact one) to 1e-12 relative (tests/engine/test_compiled.py); a point where the float formula
 is not finite is refused as the exact path would refuse it.
@@ -38,9 +42,9 @@ from symroof.budget import check_expr
 from symroof.errors import SymroofError
 from symroof.evaluate import forget_prepared, grid_symbols, sweep, symbol_map
 from symroof.ir import as_expr
-from symroof.lambdified import MAXSIZE, CacheInfo, cache_info, function
-from symroof.lambdified import cache_clear as _forget_functions
-from symroof.numeric import FIGURES, Rooflines, points, rooflines
+from symroof.compiled.lambdified import MAXSIZE, CacheInfo, cache_info, function
+from symroof.compiled.lambdified import cache_clear as _forget_functions
+from symroof.compiled.numeric import FIGURES, Rooflines, points, rooflines
 
 __all__ = ["function", "cache_info", "cache_clear", "CacheInfo", "MAXSIZE", "sweep",
            "rooflines", "Rooflines", "FIGURES", "points", "blocks"]
