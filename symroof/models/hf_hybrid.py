@@ -14,7 +14,7 @@ Families (``model_type``, transformers 5.24) and where each reads its layer patt
 - ``nemotron_h``: ``layers_block_type`` / ``layer_types`` or the legacy
   ``hybrid_override_pattern`` (``M`` Mamba-2, ``*`` attention, ``-`` MLP, ``E`` experts),
   each layer one block: a norm, the mixer or MLP, a residual; the MLP and the experts
-  are not gated (ReLU^2, counted as a ReLU under ``ops="all"``);
+  are not gated (ReLU^2: under ``ops="all"`` a ReLU and a multiply, 2 FLOPs an element);
 - ``lfm2``: ``layer_types`` (``conv`` or ``full_attention``; else ``full_attn_idxs``):
   a gated short-convolution block (:class:`ShortConv`, ``conv_L_cache`` taps) or attention
   with per-head query/key norms, then a gated MLP whose width transformers adjusts
@@ -250,7 +250,7 @@ def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
         block = {"linear_attention": ("mamba2", "none"), "full_attention": ("attention", "none"),
                  "mlp": ("none", "dense"), "moe": ("none", "moe")}
         kinds = [block[t] for t in types]
-        extra = dict(d_ff=f.dim("intermediate_size"), mlp="plain", activation="relu",
+        extra = dict(d_ff=f.dim("intermediate_size"), mlp="plain", activation="relu2",
                      positions=None)
         if any(k[1] == "moe" for k in kinds):
             shared = f.count("n_shared_experts", 1) * f.dim("moe_shared_expert_intermediate_size",

@@ -169,3 +169,25 @@ def test_unmodelled_families_are_refused_by_name(kind):
 def test_bad_configs_name_the_field(cfg, field):
     with pytest.raises(SymroofError, match=field):
         from_hf_dict(cfg)
+
+
+def test_nemotron_h_relu2_is_a_relu_and_a_multiply_under_ops_all():
+    """ReLU^2 (transformers' ``ReLUSquaredActivation``: relu, then square) costs 2 FLOPs an
+    element under ``ops="all"``, one more than a ReLU; contractions alone are unchanged."""
+    from symroof.symbols import B, S
+    from symroof.workloads.transformer import decode, prefill
+    m = from_hf_dict({"model_type": "nemotron_h", **ATTN, "head_dim": 16, "mamba_num_heads": 8,
+                      "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 16,
+                      "chunk_size": 4, "layers_block_type": ["linear_attention",
+                                                             "full_attention", "mlp", "moe"],
+                      "n_routed_experts": 4, "num_experts_per_tok": 2,
+                      "moe_intermediate_size": 32, "moe_shared_expert_intermediate_size": 48})
+    assert m.activation == "relu2"
+    relu = m.replace(activation="relu")
+    # activated values per token: the MLP's 96, 2 routed experts' 32 each, the shared 48
+    per_token = 96 + 2 * 32 + 48
+    assert prefill(m, B, 8, ops="all").flops - prefill(relu, B, 8, ops="all").flops \
+        == 8 * B * per_token
+    assert decode(m, B, context=S, ops="all").flops - \
+        decode(relu, B, context=S, ops="all").flops == B * per_token
+    assert prefill(m, B, 8).flops == prefill(relu, B, 8).flops
