@@ -29,6 +29,8 @@ Families (``model_type``, transformers 5.24) and where each reads its layer patt
   after attention and after the MLP (OLMo 2), counted as the same two norms before them
   (the same parameters and the same work);
 - ``mamba``: every layer a Mamba-1 mixer (:class:`Mamba1`, no dt/B/C norms);
+- ``falcon_mamba``: Mamba's layers with RMSNorms on dt, B and C that have no gains
+  (transformers' ``FalconMambaWeightlessRMSNorm``: its ones are a non-persistent buffer);
 - ``jamba``: attention where ``layer % attn_layer_period == attn_layer_offset``, Mamba-1
   (:class:`Mamba1`) elsewhere; experts where ``layer % expert_layer_period ==
   expert_layer_offset``, a gated MLP elsewhere; no position embedding.
@@ -62,12 +64,10 @@ from symroof.precision import bytes_per_value
 __all__ = ["HYBRID_FAMILIES", "REFUSED", "from_hybrid_fields"]
 
 HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2",
-                   "jamba", "mamba", "qwen3_next", "olmo_hybrid")
+                   "jamba", "mamba", "qwen3_next", "olmo_hybrid", "falcon_mamba")
 
 #: Families with a state-space or linear-attention mixer symroof does not model, and why.
 REFUSED = {
-    "falcon_mamba": "its Mamba-1 mixers normalise dt, B and C without weights, which is not "
-                    "modelled (Mamba's and Jamba's Mamba-1 are)",
     "zamba": "Mamba-1 mixers and shared attention blocks are not modelled",
     "zamba2": "its shared transformer blocks (one block's weights reused at every hybrid "
               "layer, with per-layer LoRA adapters and the embeddings concatenated to its "
@@ -208,8 +208,9 @@ def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
         return _lfm2(f, label)
     if kind in ("qwen3_next", "olmo_hybrid"):
         return _qwen3_next(f, label) if kind == "qwen3_next" else _olmo_hybrid(f, label)
-    if kind in ("jamba", "mamba"):
-        return _jamba(f, label) if kind == "jamba" else _mamba1(f, label)
+    if kind in ("jamba", "mamba", "falcon_mamba"):
+        return _jamba(f, label) if kind == "jamba" else _mamba1(f, label,
+                                                               kind == "falcon_mamba")
     d = f.dim("hidden_size")
     given = f.cfg.get("num_hidden_layers")
     layers = None if kind == "nemotron_h" and given is None else f.layers("num_hidden_layers")
@@ -318,13 +319,14 @@ def _dt_rank(f: Fields, key: str, d: int) -> int:
     return rank
 
 
-def _mamba1(f: Fields, label: str) -> HybridModel:
+def _mamba1(f: Fields, label: str, weightless_norms: bool = False) -> HybridModel:
     layers, d = f.layers("num_hidden_layers"), f.dim("hidden_size")
     inner = f.dim("intermediate_size", f.dim("expand", 2) * d)
     mixer = Mamba1(inner=inner, state=f.dim("state_size", 16),
                    dt_rank=_dt_rank(f, "time_step_rank", d),
                    conv_kernel=f.dim("conv_kernel", 4), conv_bias=f.flag("use_conv_bias", True),
-                   proj_bias=f.flag("use_bias", False), norms=False)
+                   proj_bias=f.flag("use_bias", False), norms=weightless_norms,
+                   norm_weights=False)
     return hybrid(name=label, layers=layers, d_model=d, heads=1, head_dim=1, d_ff=d,
                   vocab=f.dim("vocab_size"), norm="rmsnorm",
                   tied_embeddings=f.flag("tie_word_embeddings", True), mamba1=mixer,

@@ -109,7 +109,8 @@ class Mamba2:
 class Mamba1:
     """A Mamba-1 (selective scan) mixer's widths, as Jamba's: ``inner`` I channels (each
     with a state of ``state`` N), ``dt_rank`` R, a causal conv of ``conv_kernel`` taps,
-    RMSNorms on dt, B and C (``norms``), and the conv conventions in ``choices``."""
+    RMSNorms on dt, B and C (``norms``; with gains when ``norm_weights``, else
+    Falcon-Mamba's weightless x / rms(x)), and the conv conventions in ``choices``."""
 
     inner: sp.Expr
     state: sp.Expr = sp.Integer(16)
@@ -121,10 +122,11 @@ class Mamba1:
     state_bytes: sp.Expr | None = None
     conv_state_bytes: sp.Expr | None = None
     choices: ScanChoices = ScanChoices(scan=Scan.SEQUENTIAL)
+    norm_weights: bool = True
 
     def __post_init__(self) -> None:
         _check_mixer(self, "mamba1", ("inner", "state", "dt_rank", "conv_kernel"),
-                     ("conv_bias", "proj_bias", "norms"))
+                     ("conv_bias", "proj_bias", "norms", "norm_weights"))
 
 
 @dataclass(frozen=True)

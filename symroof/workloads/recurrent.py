@@ -56,7 +56,7 @@ import sympy as sp
 from symroof.analysis import Analysis, analyze
 from symroof.errors import SymroofError
 from symroof.ir import Graph, Kind, Tensor, View, as_dim, as_expr
-from symroof.options import Causal, OpsCounted, option
+from symroof.options import Causal, OpsCounted, Saves, option
 from symroof.symbols import b as _b
 from symroof.workloads.attention import (ElementwiseFlops, causal_fraction, fuse_groups,
                                          op_groups)
@@ -329,7 +329,9 @@ class Mamba1Shape(ConvShape, Protocol):
     @property
     def proj_bias(self) -> bool: ...
     @property
-    def norms(self) -> bool: ...          # RMSNorms on dt, B and C (Jamba)
+    def norms(self) -> bool: ...          # RMSNorms on dt, B and C (Jamba, Falcon-Mamba)
+    @property
+    def norm_weights(self) -> bool: ...   # those norms have gains (Jamba) or none (Falcon)
     @property
     def state_bytes(self) -> sp.Expr | None: ...
 
@@ -340,7 +342,7 @@ def mamba1_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     conv over I channels and SiLU, x_proj I -> R + 2N (dt's low rank, B, C; Jamba norms
     each), dt_proj R -> I with its bias, the recurrence over a state of N per channel
     (the sequential scan: there is no chunked form), D skip, the gate silu(z), and the
-    out-projection I -> D."""
+    out-projection I -> D. Falcon-Mamba's norms have no gains (``norm_weights``)."""
     s = getattr(b.m, "mamba1", None)
     if not isinstance(s, Mamba1Shape):
         raise SymroofError(f"model {b.m.name!r} mamba1: a mamba1 layer group needs the "
@@ -353,8 +355,12 @@ def mamba1_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     dtr = b.linear(x, "W_dt_rank", i, r, "dt_rank_proj", False)
     bm = b.linear(x, "W_B", i, n, "B_proj", False)
     cm = b.linear(x, "W_C", i, n, "C_proj", False)
-    if s.norms:
+    if s.norms and s.norm_weights:
         dtr, bm, cm = b.rms(dtr, "dt_norm", r), b.rms(bm, "B_norm", n), b.rms(cm, "C_norm", n)
+    elif s.norms:  # Falcon-Mamba: x / rms(x), no gain (one FLOP an element fewer)
+        dtr, bm, cm = (g.elementwise(t, name=b.n(nm), flops_per_element=b.fl.rmsnorm - 1,
+                                     saves=Saves.RMS_NORM)
+                       for t, nm in ((dtr, "dt_norm"), (bm, "B_norm"), (cm, "C_norm")))
     dt = b.linear(dtr, "W_dt", r, i, "dt_proj", True)
     dt = g.elementwise(dt, name=b.n("dt_softplus"), flops_per_element=2)
     a = b.weight("A_log", (i, 1, n))  # a decay per channel and state

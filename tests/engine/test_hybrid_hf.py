@@ -134,8 +134,7 @@ def test_olmo_hybrid_norms_over_all_heads_and_optional_rotary():
     assert (m.qk_norm, m.positions, m.attn_output_gate) == ("full", None, False)
 
 
-@pytest.mark.parametrize("kind", ["zamba2", "lfm2_moe", "kimi_linear", "falcon_mamba",
-                                  "minimax"])
+@pytest.mark.parametrize("kind", ["zamba2", "lfm2_moe", "kimi_linear", "minimax"])
 def test_unmodelled_families_are_refused_by_name(kind):
     with pytest.raises(SymroofError, match=f"model_type '{kind}' is not modelled: "):
         from_hf_dict({"model_type": kind, **ATTN, "num_hidden_layers": 2})
@@ -191,3 +190,19 @@ def test_nemotron_h_relu2_is_a_relu_and_a_multiply_under_ops_all():
     assert decode(m, B, context=S, ops="all").flops - \
         decode(relu, B, context=S, ops="all").flops == B * per_token
     assert prefill(m, B, 8).flops == prefill(relu, B, 8).flops
+
+
+def test_falcon_mamba_is_mamba_with_weightless_dt_b_c_norms():
+    """Falcon-Mamba: Mamba's layers plus RMSNorms on dt, B and C without gains (the same
+    parameters; under ops="all" 3 FLOPs an element over R + 2N values a token and layer:
+    square, sum, rsqrt-scale, no gamma); contractions alone are Mamba's."""
+    from symroof.workloads.transformer import prefill
+    cfg = {"hidden_size": 64, "state_size": 8, "num_hidden_layers": 2, "vocab_size": 100,
+           "time_step_rank": 6}
+    falcon = from_hf_dict({"model_type": "falcon_mamba", **cfg})
+    mamba = from_hf_dict({"model_type": "mamba", **cfg})
+    assert falcon.mamba1.norms and not falcon.mamba1.norm_weights
+    assert falcon.params == mamba.params
+    assert prefill(falcon, 2, 5).flops == prefill(mamba, 2, 5).flops
+    extra = prefill(falcon, 2, 5, ops="all").flops - prefill(mamba, 2, 5, ops="all").flops
+    assert extra == 2 * 5 * 2 * 3 * (6 + 2 * 8)
