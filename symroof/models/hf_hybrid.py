@@ -20,6 +20,10 @@ Families (``model_type``, transformers 5.24) and where each reads its layer patt
   with per-head query/key norms, then a gated MLP whose width transformers adjusts
   (``block_auto_adjust_ff_dim``: 2/3 of ``intermediate_size``, times
   ``block_ffn_dim_multiplier``, rounded up to ``block_multiple_of``);
+- ``lfm2_moe``: LFM2's blocks (``layer_types`` required), the first ``num_dense_layers``
+  with a gated MLP of ``intermediate_size`` (not adjusted), the others routed experts
+  (``num_experts``, ``num_experts_per_tok`` of ``moe_intermediate_size``; a sigmoid
+  router, its ``expert_bias`` a buffer, not a parameter), no shared expert;
 - ``qwen3_next``: ``layer_types`` (``linear_attention``: a gated DeltaNet,
   :class:`GatedDeltaNet`; ``full_attention``: attention with per-head q/k norms and an
   output gate); experts with a gated shared expert on every ``decoder_sparse_step``-th
@@ -64,7 +68,8 @@ from symroof.precision import bytes_per_value
 __all__ = ["HYBRID_FAMILIES", "REFUSED", "from_hybrid_fields"]
 
 HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2",
-                   "jamba", "mamba", "qwen3_next", "olmo_hybrid", "falcon_mamba")
+                   "jamba", "mamba", "qwen3_next", "olmo_hybrid", "falcon_mamba",
+                   "lfm2_moe")
 
 #: Families with a state-space or linear-attention mixer symroof does not model, and why.
 REFUSED = {
@@ -72,8 +77,6 @@ REFUSED = {
     "zamba2": "its shared transformer blocks (one block's weights reused at every hybrid "
               "layer, with per-layer LoRA adapters and the embeddings concatenated to its "
               "input) are not modelled",
-    "lfm2_moe": "LFM2-MoE's experts (with their own routing and dense layers) are not "
-                "modelled with short-convolution blocks; dense LFM2 is",
     "kimi_linear": "Kimi Delta Attention layers are not modelled",
     "minimax": "lightning (linear) attention layers are not modelled",
 }
@@ -204,8 +207,8 @@ def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
         raise SymroofError(f"{where}: model_type {kind!r} is not modelled: {REFUSED[kind]}")
     f = Fields(cfg, where)
     _refuse(f, kind)
-    if kind == "lfm2":
-        return _lfm2(f, label)
+    if kind in ("lfm2", "lfm2_moe"):
+        return _lfm2(f, label, moe=kind == "lfm2_moe")
     if kind in ("qwen3_next", "olmo_hybrid"):
         return _qwen3_next(f, label) if kind == "qwen3_next" else _olmo_hybrid(f, label)
     if kind in ("jamba", "mamba", "falcon_mamba"):
@@ -285,9 +288,12 @@ def _lfm2_ffn(f: Fields) -> int:
     return width
 
 
-def _lfm2(f: Fields, label: str) -> HybridModel:
+def _lfm2(f: Fields, label: str, moe: bool = False) -> HybridModel:
     layers = f.layers("num_hidden_layers")
     types = f.cfg.get("layer_types")
+    if types is None and moe:  # transformers 5.24 indexes config.layer_types per layer
+        raise SymroofError(f"{f.where}: field 'layer_types' is required for lfm2_moe (conv "
+                           "or full_attention per layer)")
     if types is None:
         idx = f.indices("full_attn_idxs", layers) if "full_attn_idxs" in f.cfg \
             else set(range(layers))
@@ -297,16 +303,30 @@ def _lfm2(f: Fields, label: str) -> HybridModel:
         raise SymroofError(f"{f.where}: field 'layer_types' must list {layers} entries of conv "
                            f"or full_attention, got {types!r}"[:300])
     d, heads = f.dim("hidden_size"), f.dim("num_attention_heads")
-    kinds = [("attention" if t == "full_attention" else "shortconv", "dense") for t in types]
+    extra: dict[str, Any] = {}
+    mlp = ["dense"] * layers
+    if moe:  # the first num_dense_layers dense (intermediate_size as it is), experts after
+        dense = f.count("num_dense_layers", 2)
+        mlp = ["dense" if i < dense else "moe" for i in range(layers)]
+        if dense < layers:
+            extra = dict(experts=f.dim("num_experts", 32),
+                         experts_per_token=f.dim("num_experts_per_tok", 4),
+                         expert_d_ff=f.dim("moe_intermediate_size", 1792))
+            if extra["experts"] == 1:
+                raise SymroofError(f"{f.where}: field 'num_experts' 1: a mixture of one "
+                                   "expert is not modelled")
+    kinds = [("attention" if t == "full_attention" else "shortconv", k)
+             for t, k in zip(types, mlp)]
     conv = ShortConv(conv_kernel=f.dim("conv_L_cache", 3), conv_bias=f.flag("conv_bias", False))
+    tied = f.flag("tie_word_embeddings", f.flag("tie_embedding", True))
     return hybrid(name=label, layers=layers, d_model=d, heads=heads,
                   kv_heads=f.dim("num_key_value_heads", heads),
                   head_dim=f.dim("head_dim", d // heads),
-                  d_ff=_lfm2_ffn(f), vocab=f.dim("vocab_size"), mlp="gated", norm="rmsnorm",
-                  positions="rotary", qk_norm="head",
-                  tied_embeddings=f.flag("tie_word_embeddings", True), short_conv=conv,
-                  groups=pattern_groups(kinds, moe_model=False,
-                                        what=f"{f.where} layer pattern"))
+                  d_ff=f.dim("intermediate_size", 7168) if moe else _lfm2_ffn(f),
+                  vocab=f.dim("vocab_size"), mlp="gated", norm="rmsnorm",
+                  positions="rotary", qk_norm="head", tied_embeddings=tied, short_conv=conv,
+                  groups=pattern_groups(kinds, moe_model=bool(extra),
+                                        what=f"{f.where} layer pattern"), **extra)
 
 
 def _dt_rank(f: Fields, key: str, d: int) -> int:

@@ -134,7 +134,7 @@ def test_olmo_hybrid_norms_over_all_heads_and_optional_rotary():
     assert (m.qk_norm, m.positions, m.attn_output_gate) == ("full", None, False)
 
 
-@pytest.mark.parametrize("kind", ["zamba2", "lfm2_moe", "kimi_linear", "minimax"])
+@pytest.mark.parametrize("kind", ["zamba2", "kimi_linear", "minimax"])
 def test_unmodelled_families_are_refused_by_name(kind):
     with pytest.raises(SymroofError, match=f"model_type '{kind}' is not modelled: "):
         from_hf_dict({"model_type": kind, **ATTN, "num_hidden_layers": 2})
@@ -206,3 +206,15 @@ def test_falcon_mamba_is_mamba_with_weightless_dt_b_c_norms():
     assert prefill(falcon, 2, 5).flops == prefill(mamba, 2, 5).flops
     extra = prefill(falcon, 2, 5, ops="all").flops - prefill(mamba, 2, 5, ops="all").flops
     assert extra == 2 * 5 * 2 * 3 * (6 + 2 * 8)
+
+
+def test_lfm2_moe_dense_layers_then_experts():
+    m = from_hf_dict({"model_type": "lfm2_moe", **ATTN, "num_hidden_layers": 4,
+                      "num_dense_layers": 2, "num_experts": 8, "num_experts_per_tok": 2,
+                      "moe_intermediate_size": 32,
+                      "layer_types": ["conv", "full_attention", "conv", "conv"]})
+    assert _kinds(m) == {("shortconv", True, False): 1, ("attention", True, False): 1,
+                         ("shortconv", True, True): 2}
+    assert (m.d_ff, m.experts, m.experts_per_token, m.expert_d_ff) == (96, 8, 2, 32)
+    with pytest.raises(SymroofError, match="field 'layer_types' is required for lfm2_moe"):
+        from_hf_dict({"model_type": "lfm2_moe", **ATTN, "num_hidden_layers": 4})
