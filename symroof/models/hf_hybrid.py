@@ -32,6 +32,12 @@ Families (``model_type``, transformers 5.24) and where each reads its layer patt
   heads, rotary only with ``rope_parameters``); its attention layers put their norms
   after attention and after the MLP (OLMo 2), counted as the same two norms before them
   (the same parameters and the same work);
+- ``minimax``: ``layer_types`` (``linear_attention``: lightning attention,
+  :class:`LightningAttention`, blocks of ``block_size``; ``full_attention``: attention;
+  default alternating, full first), routed experts on every layer (``num_local_experts``,
+  ``num_experts_per_tok`` of ``intermediate_size``); its residual scales (``*_alpha_factor``,
+  ``*_beta_factor``) are elementwise work outside the contractions, counted as plain
+  residual adds under ``ops="all"``; ``sliding_window`` refused;
 - ``mamba``: every layer a Mamba-1 mixer (:class:`Mamba1`, no dt/B/C norms);
 - ``falcon_mamba``: Mamba's layers with RMSNorms on dt, B and C that have no gains
   (transformers' ``FalconMambaWeightlessRMSNorm``: its ones are a non-persistent buffer);
@@ -61,15 +67,15 @@ from typing import Any
 
 from symroof.errors import SymroofError
 from symroof.models.hf_fields import Fields
-from symroof.models.hybrid import (GatedDeltaNet, HybridModel, Mamba1, Mamba2, ShortConv,
-                                   hybrid, pattern_groups)
+from symroof.models.hybrid import (GatedDeltaNet, HybridModel, LightningAttention, Mamba1,
+                                   Mamba2, ShortConv, hybrid, pattern_groups)
 from symroof.precision import bytes_per_value
 
 __all__ = ["HYBRID_FAMILIES", "REFUSED", "from_hybrid_fields"]
 
 HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2",
                    "jamba", "mamba", "qwen3_next", "olmo_hybrid", "falcon_mamba",
-                   "lfm2_moe")
+                   "lfm2_moe", "minimax")
 
 #: Families with a state-space or linear-attention mixer symroof does not model, and why.
 REFUSED = {
@@ -78,7 +84,6 @@ REFUSED = {
               "layer, with per-layer LoRA adapters and the embeddings concatenated to its "
               "input) are not modelled",
     "kimi_linear": "Kimi Delta Attention layers are not modelled",
-    "minimax": "lightning (linear) attention layers are not modelled",
 }
 
 #: Each family's config.json keys for the Mamba-2 widths: heads, head width, state,
@@ -209,6 +214,8 @@ def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
     _refuse(f, kind)
     if kind in ("lfm2", "lfm2_moe"):
         return _lfm2(f, label, moe=kind == "lfm2_moe")
+    if kind == "minimax":
+        return _minimax(f, label)
     if kind in ("qwen3_next", "olmo_hybrid"):
         return _qwen3_next(f, label) if kind == "qwen3_next" else _olmo_hybrid(f, label)
     if kind in ("jamba", "mamba", "falcon_mamba"):
@@ -458,3 +465,30 @@ def _olmo_hybrid(f: Fields, label: str) -> HybridModel:
     out = model.replace(o_bias=bias)
     assert isinstance(out, HybridModel)  # replace keeps the class
     return out
+
+
+def _minimax(f: Fields, label: str) -> HybridModel:
+    if f.given("sliding_window"):
+        raise SymroofError(f"{f.where}: field 'sliding_window' is set: windowed attention in "
+                           "a MiniMax hybrid is not modelled")
+    layers = f.layers("num_hidden_layers")
+    # transformers 5.24's default: full attention on the even layers (0, 2, ...)
+    types = _linear_types(f, layers) if f.cfg.get("layer_types") is not None else [
+        "full_attention" if (i + 1) % 2 else "linear_attention" for i in range(layers)]
+    d, heads = f.dim("hidden_size"), f.dim("num_attention_heads")
+    head_dim = f.dim("head_dim", d // heads) if f.cfg.get("head_dim") is not None \
+        else d // heads
+    experts = f.dim("num_local_experts", 8)
+    if experts == 1:
+        raise SymroofError(f"{f.where}: field 'num_local_experts' 1: a mixture of one expert "
+                           "is not modelled")
+    kinds = [("attention" if t == "full_attention" else "lightning", "moe") for t in types]
+    light = LightningAttention(heads, head_dim, chunk=f.dim("block_size", 256))
+    return hybrid(name=label, layers=layers, d_model=d, heads=heads,
+                  kv_heads=f.dim("num_key_value_heads", heads), head_dim=head_dim,
+                  d_ff=f.dim("intermediate_size"), vocab=f.dim("vocab_size"), mlp="gated",
+                  norm="rmsnorm", positions="rotary", experts=experts,
+                  experts_per_token=f.dim("num_experts_per_tok", 2),
+                  tied_embeddings=f.flag("tie_word_embeddings", False), lightning=light,
+                  groups=pattern_groups(kinds, moe_model=True,
+                                        what=f"{f.where} layer pattern"))

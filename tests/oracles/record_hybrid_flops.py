@@ -67,6 +67,10 @@ def specs() -> list[tuple[str, str, dict]]:
                                            num_experts=4, num_experts_per_tok=2,
                                            moe_intermediate_size=32,
                                            layer_types=["conv", "full_attention", "conv"])),
+        ("minimax", "MiniMaxConfig", dict(_ATTN, num_hidden_layers=3, block_size=CHUNK,
+                                          num_local_experts=4, num_experts_per_tok=2,
+                                          layer_types=["full_attention", "linear_attention",
+                                                       "linear_attention"])),
         ("jamba", "JambaConfig", dict(_ATTN, num_hidden_layers=4, attn_layer_period=2,
                                       attn_layer_offset=1, expert_layer_period=2,
                                       expert_layer_offset=0, num_experts=4,
@@ -124,10 +128,13 @@ def cache_bytes(cache) -> dict[str, int]:
             for t in getattr(layer, key, {}).values():
                 if torch.is_tensor(t):
                     out[kind] += t.numel() * t.element_size()
-        for key in ("keys", "values"):
+        for key in ("keys", "values"):  # (MiniMax's linear caches: below)
             t = getattr(layer, key, None)
             if torch.is_tensor(t):
                 out["kv"] += t.numel() * t.element_size()
+    for t in getattr(cache, "linear_cache", []):  # MiniMax: a d x d state per head
+        if torch.is_tensor(t):
+            out["ssm_state"] += t.numel() * t.element_size()
     return out
 
 
@@ -138,7 +145,10 @@ def _cache(output):
 
 #: Per-model prefill shapes: the gated DeltaNet torch paths chunk by 64 (a shorter prompt is
 #: padded to a whole chunk, which symroof refuses), so its prompts are 64 and 70 tokens.
-SHAPES = {"qwen3_next": [(1, 64), (2, 70)], "olmo_hybrid": [(1, 64), (2, 70)]}
+SHAPES = {"qwen3_next": [(1, 64), (2, 70)], "olmo_hybrid": [(1, 64), (2, 70)],
+          # MiniMax's torch path computes a last partial block at its size (symroof pads it
+          # whole, as the SSD): whole blocks of 4
+          "minimax": [(1, 8), (2, 12)]}
 
 
 def record_model(name: str, cls_name: str, kwargs: dict) -> list[dict]:
