@@ -40,7 +40,7 @@ from symroof.ir import (Elementwise, Gather, Gemm, Graph, Kind, Move, Op, Reduce
                         as_dim)
 
 __all__ = ["TensorParallelPlan", "tensor_parallel_plan", "HEAD_VIEWS", "REPLICATED",
-           "KV_WEIGHTS", "split_size", "RECURRENT_AXES", "recurrent_pins"]
+           "KV_WEIGHTS", "split_size", "RECURRENT_AXES", "MAMBA1_AXES", "recurrent_pins"]
 
 #: Views and moves that fold or unfold head axes, by the builder's op name (prefixes such
 #: as ``local.`` aside): ``"heads"`` puts the split on axis 1 (KV heads) as far as it
@@ -84,6 +84,18 @@ RECURRENT_AXES = MappingProxyType({
                       "step_out", "step_skip")},
     "D": 0,
 })
+#: Mamba-1 (selective scan) layers split their I channels as vLLM's MambaMixer does:
+#: in_proj (z, x), the conv, dt_proj, A and D column-wise; x_proj row-wise, so dt's low
+#: rank, B and C are partial sums all-reduced (whole on every device); out_proj row-wise.
+#: The scan runs with one group of I "heads" of width 1: the channel axis is ``per``.
+MAMBA1_AXES = MappingProxyType({
+    **{k: v for k, v in RECURRENT_AXES.items() if k.startswith("conv_")},
+    **{n: 3 for n in ("scan_x", "scan_dt", "scan_update", "scan_C_heads", "scan_out",
+                      "scan_skip")},
+    **{n: 2 for n in ("scan_y", "step_x", "step_dt", "step_update", "step_C_heads",
+                      "step_out", "step_skip", "step_y", "ssm_state", "ssm_state_write")},
+    "D": 1, "A_log": 0,
+})
 #: Under quadratic state passing these are (batch, groups, per, c + 1, ...): axis 1.
 _QUADRATIC = frozenset({"ssd_chunk_decay", "ssd_passing"})
 _RECURRENT_GROUPS = ("mamba", "parallel", "conv")
@@ -94,11 +106,11 @@ def recurrent_pins(graph: Graph, tp: sp.Expr) -> dict[str, dict[int, sp.Expr]]:
     pins: dict[str, dict[int, sp.Expr]] = {}
     for t in graph.tensors:
         group, _, local = t.name.partition(".")
-        if group not in _RECURRENT_GROUPS:
+        if group not in _RECURRENT_GROUPS and group != "mamba1":
             continue
         for part in ("mlp.", "no_mlp.", "local.", "dense."):
             local = local.removeprefix(part)
-        axis = RECURRENT_AXES.get(local)
+        axis = (MAMBA1_AXES if group == "mamba1" else RECURRENT_AXES).get(local)
         if axis is None:
             continue
         if local in _QUADRATIC and len(t.shape) == 5:

@@ -505,11 +505,13 @@ def _step(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor
 
 
 def ssm_splits(m: object, tp: int) -> bool:
-    """Whether ``tp`` devices split a model's Mamba-2 heads and groups evenly (True for a
-    model without them)."""
-    if tp > 1 and any(getattr(m, f, None) is not None
-                      for f in ("mamba1", "deltanet", "lightning")):
-        return False  # Mamba-1, gated DeltaNet, lightning: tensor parallelism not modelled
+    """Whether ``tp`` devices split a model's recurrent layers evenly: Mamba-2 heads and
+    groups, Mamba-1 channels (True for a model without them)."""
+    if tp > 1 and any(getattr(m, f, None) is not None for f in ("deltanet", "lightning")):
+        return False  # gated DeltaNet, lightning attention: tensor parallelism not modelled
+    m1 = getattr(m, "mamba1", None)
+    if m1 is not None and m1.inner.is_number and int(m1.inner) % tp:
+        return False
     s = getattr(m, "ssm", None)
     if s is None:
         return True

@@ -202,3 +202,47 @@ def test_pipeline_across_mixed_groups(attn, mamba, half_attn, half_mamba, even):
     notes = " ".join(x.graph.provenance.assumptions)
     assert f"holds {half_mamba} of the {mamba} layers of block 'mamba_mlp_layer'" in notes
     assert ("busiest stage" in notes) is not even
+
+
+def _jamba():
+    from symroof.models import from_hf_dict
+    return from_hf_dict({"model_type": "jamba", "hidden_size": 64, "intermediate_size": 96,
+                         "num_attention_heads": 4, "num_key_value_heads": 2,
+                         "vocab_size": 100, "num_hidden_layers": 4, "attn_layer_period": 2,
+                         "attn_layer_offset": 1, "expert_layer_period": 2,
+                         "expert_layer_offset": 0, "num_experts": 4, "num_experts_per_tok": 2,
+                         "mamba_d_state": 8, "mamba_dt_rank": 8})
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_tensor_parallel_splits_mamba1_channels_as_vllm(phase):
+    """Jamba at tp=2: every GEMM of its Mamba-1 layers splits the I = 128 channels (in_proj
+    and dt_proj by columns, x_proj and out_proj by rows, as vLLM's MambaMixer), so each
+    device does half the FLOPs but the experts' router (replicated); x_proj's dt rank, B
+    and C are partial sums, all-reduced (B x (8 + 8 + 8) values a layer and token); each
+    device holds half of every Mamba-1 state."""
+    m = _jamba()
+    run = (lambda **kw: decode(m, 2, context=8, logits="none", **kw)) if phase == "decode" \
+        else (lambda **kw: prefill(m, 2, 8, logits="none", **kw))
+    one, two = run(), run(tp=2)
+    router = sum(c.flops for n, c in one.per_op.items() if n.endswith(".router"))
+    assert two.flops == (one.flops - router) / 2 + router
+    g = two.graph
+    reduced = {o.name.removeprefix("mamba1.mlp.").removesuffix(":all_reduce"): o.out.shape
+               for o in g.ops if o.name.startswith("mamba1.") and o.name.endswith(":all_reduce")}
+    tokens = 1 if phase == "decode" else 8
+    assert {k: reduced[k] for k in ("dt_rank_proj", "B_proj", "C_proj")} == \
+        {k: (2, tokens, 8) for k in ("dt_rank_proj", "B_proj", "C_proj")}
+    if phase == "decode":
+        (state,) = [t for t in g.inputs if t.name == "mamba1.mlp.ssm_state"]
+        assert state.shape == (2, 1, 64, 1, 8)   # I/2 channels of N = 8
+
+
+def test_tensor_parallel_must_split_the_mamba1_channels():
+    from symroof.models.hybrid import Mamba1
+    m = hybrid(layers=2, d_model=8, heads=4, d_ff=16, vocab=50,
+               mamba1=Mamba1(inner=6, state=4, dt_rank=2),
+               groups=(LayerGroup(sp.Integer(1)), LayerGroup(sp.Integer(1), mixer="mamba1")))
+    with pytest.raises(SymroofError, match=r"tp 4: does not split"):
+        decode(m, 1, context=8, tp=4)
+    assert decode(m, 1, context=8, tp=2).flops > 0
