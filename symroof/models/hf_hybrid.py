@@ -79,11 +79,15 @@ HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron
 
 #: Families with a state-space or linear-attention mixer symroof does not model, and why.
 REFUSED = {
-    "zamba": "Mamba-1 mixers and shared attention blocks are not modelled",
+    "zamba": "its Mamba-1 layers beside one shared attention block reused at every hybrid "
+             "layer (its input the embeddings concatenated to the hidden state) are not "
+             "modelled",
     "zamba2": "its shared transformer blocks (one block's weights reused at every hybrid "
               "layer, with per-layer LoRA adapters and the embeddings concatenated to its "
               "input) are not modelled",
-    "kimi_linear": "Kimi Delta Attention layers are not modelled",
+    "kimi_linear": "Kimi Delta Attention (a gated delta rule with a decay per key channel "
+                   "from low-rank projections) beside latent (MLA) attention layers is not "
+                   "modelled",
 }
 
 #: Each family's config.json keys for the Mamba-2 widths: heads, head width, state,
