@@ -41,7 +41,7 @@ from symroof.ir import (Elementwise, Gather, Gemm, Graph, Kind, Move, Op, Reduce
 
 __all__ = ["TensorParallelPlan", "tensor_parallel_plan", "HEAD_VIEWS", "REPLICATED",
            "KV_WEIGHTS", "split_size", "RECURRENT_AXES", "MAMBA1_AXES", "DELTA_AXES",
-           "recurrent_pins"]
+           "LIGHTNING_AXES", "recurrent_pins"]
 
 #: Views and moves that fold or unfold head axes, by the builder's op name (prefixes such
 #: as ``local.`` aside): ``"heads"`` puts the split on axis 1 (KV heads) as far as it
@@ -116,6 +116,17 @@ DELTA_AXES = MappingProxyType({
                                 "read_k", "delta", "outer", "update", "read_q")},
     "ssm_state": 1, "ssm_state_write": 1,
 })
+#: Lightning attention layers split their heads, as vLLM's MiniMax linear attention does
+#: (q, k, v and the output gate by columns, each head's state local, the out-projection by
+#: rows). Its RMSNorm over all H d outputs runs on each device's share (vLLM all-reduces
+#: the B x S sums of squares for it: a few bytes a token, not counted).
+LIGHTNING_AXES = MappingProxyType({
+    **{f"light_{n}": 2 for n in ("q", "k", "v", "qk", "decay", "intra", "k_decay", "update",
+                                 "passing", "q_decay", "inter", "out", "y")},
+    "lightning_norm": 2, "lightning_norm.weight": 0, "step_y": 2,
+    **{f"step_{n}": 1 for n in ("q", "k", "v", "decay", "outer", "update", "read_q")},
+    "ssm_state": 1, "ssm_state_write": 1,
+})
 #: Under quadratic state passing these are (batch, groups, per, c + 1, ...): axis 1.
 _QUADRATIC = frozenset({"ssd_chunk_decay", "ssd_passing"})
 _RECURRENT_GROUPS = ("mamba", "parallel", "conv")
@@ -126,12 +137,12 @@ def recurrent_pins(graph: Graph, tp: sp.Expr) -> dict[str, dict[int, sp.Expr]]:
     pins: dict[str, dict[int, sp.Expr]] = {}
     for t in graph.tensors:
         group, _, local = t.name.partition(".")
-        if group not in (*_RECURRENT_GROUPS, "mamba1", "delta"):
+        if group not in (*_RECURRENT_GROUPS, "mamba1", "delta", "lightning"):
             continue
         for part in ("mlp.", "no_mlp.", "local.", "dense."):
             local = local.removeprefix(part)
-        axis = {"mamba1": MAMBA1_AXES, "delta": DELTA_AXES}.get(group,
-                                                               RECURRENT_AXES).get(local)
+        axis = {"mamba1": MAMBA1_AXES, "delta": DELTA_AXES, "lightning": LIGHTNING_AXES
+                }.get(group, RECURRENT_AXES).get(local)
         if axis is None:
             continue
         if local in _QUADRATIC and len(t.shape) == 5:

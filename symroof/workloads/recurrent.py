@@ -506,13 +506,12 @@ def _step(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor
 
 def ssm_splits(m: object, tp: int) -> bool:
     """Whether ``tp`` devices split a model's recurrent layers evenly: Mamba-2 heads and
-    groups, Mamba-1 channels, gated DeltaNet key (and value) heads (True for a model
-    without them)."""
-    if tp > 1 and getattr(m, "lightning", None) is not None:
-        return False  # lightning attention: tensor parallelism not modelled
-    m1, dn = getattr(m, "mamba1", None), getattr(m, "deltanet", None)
+    groups, Mamba-1 channels, gated DeltaNet key (and value) heads, lightning heads (True
+    for a model without them)."""
+    m1, dn, lt = (getattr(m, f, None) for f in ("mamba1", "deltanet", "lightning"))
     widths = ([m1.inner] if m1 is not None else []) + \
-        ([dn.key_heads, dn.value_heads] if dn is not None else [])
+        ([dn.key_heads, dn.value_heads] if dn is not None else []) + \
+        ([lt.heads] if lt is not None else [])
     if any(w.is_number and int(w) % tp for w in widths):
         return False
     s = getattr(m, "ssm", None)

@@ -119,3 +119,26 @@ def test_minimax_config():
         from_hf_dict({"model_type": "minimax", "hidden_size": 64, "num_attention_heads": 4,
                       "num_hidden_layers": 2, "vocab_size": 100, "intermediate_size": 32,
                       "layer_types": ["full_attention", "mamba"]})
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_tensor_parallel_splits_lightning_heads(phase):
+    """The recorded tiny MiniMax at tp=2 (4 heads of 16), as vLLM splits its linear
+    attention: two heads a device, each head's state local; FLOPs halve but the replicated
+    router; the mixer's only all-reduce is its out-projection's; half the state a device."""
+    import json
+    from pathlib import Path
+    data = json.loads((Path(__file__).parents[1] / "fixtures" / "hybrid_flops.json").read_text())
+    m = from_hf_dict(next(e["config"] for e in data["entries"] if e["model"] == "minimax"))
+    run = (lambda **kw: decode(m, 2, context=8, logits="none", **kw)) if phase == "decode" \
+        else (lambda **kw: prefill(m, 2, 8, logits="none", **kw))
+    one, two = run(), run(tp=2)
+    router = sum(c.flops for n, c in one.per_op.items() if n.rsplit(".", 1)[-1] == "router")
+    assert two.flops == (one.flops - router) / 2 + router
+    g = two.graph
+    reduced = {o.name for o in g.ops if o.name.startswith("lightning.mlp.")
+               and o.name.endswith(":all_reduce")}
+    assert reduced == {"lightning.mlp.out_proj:all_reduce", "lightning.mlp.combine:all_reduce"}
+    if phase == "decode":
+        (state,) = [t for t in g.inputs if t.name == "lightning.mlp.ssm_state"]
+        assert state.shape == (2, 2, 16, 16)
