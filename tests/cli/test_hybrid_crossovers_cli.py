@@ -72,3 +72,19 @@ def test_json_numbers_against_the_decode_graphs(capsys):
 ])
 def test_bad_input_is_one_line(capsys, argv, needle):
     assert needle in run_error(capsys, "crossovers", *argv)
+
+
+def test_a_model_without_mamba2_layers_has_no_chunk_crossover(capsys, tmp_path):
+    """MiniMax (lightning attention, the recorded tiny config): decode bytes, state vs KV
+    and the intensity limits, no chunk crossover (no Mamba-2 scan); state vs KV is the
+    lightning states (2 layers x 4 heads x 16 x 16) over K and V per token (1 layer x 2
+    x 2 heads x 16)."""
+    import json
+    data = json.loads((Path(__file__).parents[1] / "fixtures" / "hybrid_flops.json").read_text())
+    cfg = next(e["config"] for e in data["entries"] if e["model"] == "minimax")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**cfg, "model_type": "minimax"}))
+    doc = run_json(capsys, "crossovers", "--model", str(path))
+    assert doc["chunk"] is None and doc["recurrent_layers"] == 2
+    (x,) = doc["state_vs_kv"]
+    assert sp.Rational(x["number"]) == sp.Rational(2 * 4 * 16 * 16, 1 * 2 * 2 * 16)
