@@ -151,8 +151,10 @@ class _Result:
         return head
 
     def intensities(self) -> dict[str, sp.Expr]:
-        return {"hybrid": self.x.intensity_limit,
-                "all_attention": self.x.attention_intensity_limit}
+        out = {"hybrid": self.x.intensity_limit}
+        if self.model.attention_layers != 0:
+            out["all_attention"] = self.x.attention_intensity_limit
+        return out
 
     def lines(self, fmt: str) -> Iterable[str]:
         yield self.header()
@@ -161,7 +163,9 @@ class _Result:
             yield ""
             yield f"{key}: {_WHAT[key]}"
             if not sols:
-                yield "  no positive S"
+                yield ("  none: no attention layers (no K and V, no attention widths to "
+                       "compare with)" if self.model.attention_layers == 0
+                       else "  no positive S")
             for c in sols:
                 yield from _solution_lines(c, self.values, fmt)
         yield ""

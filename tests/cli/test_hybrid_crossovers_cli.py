@@ -88,3 +88,21 @@ def test_a_model_without_mamba2_layers_has_no_chunk_crossover(capsys, tmp_path):
     assert doc["chunk"] is None and doc["recurrent_layers"] == 2
     (x,) = doc["state_vs_kv"]
     assert sp.Rational(x["number"]) == sp.Rational(2 * 4 * 16 * 16, 1 * 2 * 2 * 16)
+
+
+def test_a_model_without_attention_has_no_attention_crossovers(capsys, tmp_path):
+    """A Mamba-1 LM: no K and V and no attention widths (its attention fields are
+    placeholders), so no decode-bytes or state-vs-KV crossover and no all-attention
+    intensity; its own intensity limit is a number (the per-sequence work and state)."""
+    import json
+    from symroof.atlas.hybrid import decode_bytes, state_vs_kv
+    data = json.loads((Path(__file__).parents[1] / "fixtures" / "hybrid_flops.json").read_text())
+    cfg = next(e["config"] for e in data["entries"] if e["model"] == "mamba")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**cfg, "model_type": "mamba"}))
+    assert main(["crossovers", "--model", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("none: no attention layers") == 2 and "all-attention: I" not in out
+    m = from_hf_config(str(path))
+    for found in (decode_bytes(m), state_vs_kv(m)):
+        assert found == [] and "no attention layers" in found.reason
