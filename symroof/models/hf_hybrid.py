@@ -358,7 +358,9 @@ def _mamba1(f: Fields, label: str, weightless_norms: bool = False) -> HybridMode
                    conv_kernel=f.dim("conv_kernel", 4), conv_bias=f.flag("use_conv_bias", True),
                    proj_bias=f.flag("use_bias", False), norms=weightless_norms,
                    norm_weights=False)
-    return hybrid(name=label, layers=layers, d_model=d, heads=1, head_dim=1, d_ff=d,
+    # no attention: the I channels stand in for the heads (unused), so that tensor-parallel
+    # degrees are checked against the channels the Mamba-1 layers split (as mamba2())
+    return hybrid(name=label, layers=layers, d_model=d, heads=inner, head_dim=1, d_ff=d,
                   vocab=f.dim("vocab_size"), norm="rmsnorm",
                   tied_embeddings=f.flag("tie_word_embeddings", True), mamba1=mixer,
                   groups=pattern_groups([("mamba1", "none")] * layers, moe_model=False))

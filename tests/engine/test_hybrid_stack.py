@@ -246,3 +246,17 @@ def test_tensor_parallel_must_split_the_mamba1_channels():
     with pytest.raises(SymroofError, match=r"tp 4: does not split"):
         decode(m, 1, context=8, tp=4)
     assert decode(m, 1, context=8, tp=2).flops > 0
+
+
+def test_tensor_parallel_over_a_mamba1_language_model():
+    """Falcon-Mamba (recorded tiny config, I = 128): every GEMM splits, so a device does
+    exactly half the FLOPs at tp=2; the degrees offered are those dividing I and d."""
+    import json
+    from pathlib import Path
+
+    from symroof.models import from_hf_dict
+    from symroof.workloads.parallel import valid_tp
+    data = json.loads((Path(__file__).parents[1] / "fixtures" / "hybrid_flops.json").read_text())
+    m = from_hf_dict(next(e["config"] for e in data["entries"] if e["model"] == "falcon_mamba"))
+    assert decode(m, 2, context=8, tp=2).flops * 2 == decode(m, 2, context=8).flops
+    assert valid_tp(m) == (1, 2, 4, 8, 16, 32, 64)
