@@ -39,7 +39,7 @@ from symroof.hardware import HardwareSpec
 from symroof.ir import as_expr
 from symroof.models.hybrid import HybridModel
 from symroof.precision import Precision
-from symroof.solve import Crossover, crossover, limit
+from symroof.solve import Crossings, Crossover, crossover, limit
 from symroof.symbols import B, S, b, dim
 from symroof.workloads.builder import RECURRENT_MIXERS, LayerGroup
 from symroof.workloads.recurrent import ssd
@@ -51,6 +51,12 @@ __all__ = ["HybridCrossovers", "all_attention", "decode_bytes", "state_vs_kv",
 #: The ridge point (FLOPs per byte) of the chunk crossover, and the chunk size it solves for.
 RIDGE = dim("R")
 CHUNK = dim("Q")
+
+
+#: Why a model without attention layers has no decode-bytes or state-vs-KV crossover: its
+#: config gives no attention widths (a pure state-space LM's attention fields are
+#: placeholders), so there is no all-attention model of the same widths and no K and V.
+_NO_ATTENTION = "no attention layers: no K and V, no attention widths to compare with"
 
 
 def _hybrid(model: object, what: str, ssm: bool = False) -> HybridModel:
@@ -83,16 +89,22 @@ def all_attention(model: HybridModel) -> HybridModel:
 
 def decode_bytes(model: HybridModel, *, batch: object = B) -> list[Crossover]:
     """Contexts S where a decode step of ``model`` moves as many bytes as one of
-    :func:`all_attention` (weights, K and V, states; the seeds' decode traffic)."""
+    :func:`all_attention` (weights, K and V, states; the seeds' decode traffic); none, with
+    the reason, for a model without attention layers."""
     m = _hybrid(model, "decode_bytes")
+    if m.attention_layers == 0:
+        return Crossings([], reason=_NO_ATTENTION)
     mine = decode(m, batch, context=S, logits="none").bytes
     other = decode(all_attention(m), batch, context=S, logits="none").bytes
     return crossover(mine, other, S)
 
 
 def state_vs_kv(model: HybridModel) -> list[Crossover]:
-    """Contexts S where one sequence's K and V equal its recurrent states."""
+    """Contexts S where one sequence's K and V equal its recurrent states (none, with the
+    reason, for a model without attention layers)."""
     m = _hybrid(model, "state_vs_kv")
+    if m.attention_layers == 0:
+        return Crossings([], reason=_NO_ATTENTION)
     return crossover(m.attention_kv_bytes(S), m.state_bytes_per_sequence, S)
 
 
@@ -149,7 +161,7 @@ def hybrid_crossovers(model: HybridModel, hardware: HardwareSpec | str | None = 
         values = {b: prec.bytes}
     lim, att = decode_intensity(m)
 
-    def at(xs: list[Crossover]) -> tuple[Crossover, ...]:
+    def at(xs: list[Crossover]) -> tuple[Crossover, ...]:  # (a reason survives as none)
         out = []
         for x in xs:  # a condition that the numbers decide is dropped, or drops the root
             conds = [c.xreplace(values) for c in x.conditions]

@@ -48,6 +48,8 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("hardware", "symroof.cli.hardware", "list or show chip specs"),
     Entry("sim", "symroof.cli.sim", "the Try-it page: seed 000's roofline simulation as HTML"),
     Entry("atlas", "symroof.cli.atlas", "every crossover of a workload's parts and ridges"),
+    Entry("crossovers", "symroof.cli.crossovers",
+          "a hybrid model's crossovers: decode bytes, state vs KV, intensity, scan chunk"),
     Entry("report", "symroof.cli.report", "a claim file (or the seed appendix) into an appendix"),
     Entry("check", "symroof.cli.check", "verify the claims annotated in a Markdown/LaTeX file"),
     Entry("plot", "symroof.cli.plot", "charts: a chip's roofline with workloads, or a crossover"),

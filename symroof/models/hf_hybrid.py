@@ -14,12 +14,16 @@ Families (``model_type``, transformers 5.24) and where each reads its layer patt
 - ``nemotron_h``: ``layers_block_type`` / ``layer_types`` or the legacy
   ``hybrid_override_pattern`` (``M`` Mamba-2, ``*`` attention, ``-`` MLP, ``E`` experts),
   each layer one block: a norm, the mixer or MLP, a residual; the MLP and the experts
-  are not gated (ReLU^2, counted as a ReLU under ``ops="all"``);
+  are not gated (ReLU^2: under ``ops="all"`` a ReLU and a multiply, 2 FLOPs an element);
 - ``lfm2``: ``layer_types`` (``conv`` or ``full_attention``; else ``full_attn_idxs``):
   a gated short-convolution block (:class:`ShortConv`, ``conv_L_cache`` taps) or attention
   with per-head query/key norms, then a gated MLP whose width transformers adjusts
   (``block_auto_adjust_ff_dim``: 2/3 of ``intermediate_size``, times
   ``block_ffn_dim_multiplier``, rounded up to ``block_multiple_of``);
+- ``lfm2_moe``: LFM2's blocks (``layer_types`` required), the first ``num_dense_layers``
+  with a gated MLP of ``intermediate_size`` (not adjusted), the others routed experts
+  (``num_experts``, ``num_experts_per_tok`` of ``moe_intermediate_size``; a sigmoid
+  router, its ``expert_bias`` a buffer, not a parameter), no shared expert;
 - ``qwen3_next``: ``layer_types`` (``linear_attention``: a gated DeltaNet,
   :class:`GatedDeltaNet`; ``full_attention``: attention with per-head q/k norms and an
   output gate); experts with a gated shared expert on every ``decoder_sparse_step``-th
@@ -28,7 +32,15 @@ Families (``model_type``, transformers 5.24) and where each reads its layer patt
   heads, rotary only with ``rope_parameters``); its attention layers put their norms
   after attention and after the MLP (OLMo 2), counted as the same two norms before them
   (the same parameters and the same work);
+- ``minimax``: ``layer_types`` (``linear_attention``: lightning attention,
+  :class:`LightningAttention`, blocks of ``block_size``; ``full_attention``: attention;
+  default alternating, full first), routed experts on every layer (``num_local_experts``,
+  ``num_experts_per_tok`` of ``intermediate_size``); its residual scales (``*_alpha_factor``,
+  ``*_beta_factor``) are elementwise work outside the contractions, counted as plain
+  residual adds under ``ops="all"``; ``sliding_window`` refused;
 - ``mamba``: every layer a Mamba-1 mixer (:class:`Mamba1`, no dt/B/C norms);
+- ``falcon_mamba``: Mamba's layers with RMSNorms on dt, B and C that have no gains
+  (transformers' ``FalconMambaWeightlessRMSNorm``: its ones are a non-persistent buffer);
 - ``jamba``: attention where ``layer % attn_layer_period == attn_layer_offset``, Mamba-1
   (:class:`Mamba1`) elsewhere; experts where ``layer % expert_layer_period ==
   expert_layer_offset``, a gated MLP elsewhere; no position embedding.
@@ -55,27 +67,27 @@ from typing import Any
 
 from symroof.errors import SymroofError
 from symroof.models.hf_fields import Fields
-from symroof.models.hybrid import (GatedDeltaNet, HybridModel, Mamba1, Mamba2, ShortConv,
-                                   hybrid, pattern_groups)
+from symroof.models.hybrid import (GatedDeltaNet, HybridModel, LightningAttention, Mamba1,
+                                   Mamba2, ShortConv, hybrid, pattern_groups)
 from symroof.precision import bytes_per_value
 
 __all__ = ["HYBRID_FAMILIES", "REFUSED", "from_hybrid_fields"]
 
 HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2",
-                   "jamba", "mamba", "qwen3_next", "olmo_hybrid")
+                   "jamba", "mamba", "qwen3_next", "olmo_hybrid", "falcon_mamba",
+                   "lfm2_moe", "minimax")
 
 #: Families with a state-space or linear-attention mixer symroof does not model, and why.
 REFUSED = {
-    "falcon_mamba": "its Mamba-1 mixers normalise dt, B and C without weights, which is not "
-                    "modelled (Mamba's and Jamba's Mamba-1 are)",
-    "zamba": "Mamba-1 mixers and shared attention blocks are not modelled",
+    "zamba": "its Mamba-1 layers beside one shared attention block reused at every hybrid "
+             "layer (its input the embeddings concatenated to the hidden state) are not "
+             "modelled",
     "zamba2": "its shared transformer blocks (one block's weights reused at every hybrid "
               "layer, with per-layer LoRA adapters and the embeddings concatenated to its "
               "input) are not modelled",
-    "lfm2_moe": "LFM2-MoE's experts (with their own routing and dense layers) are not "
-                "modelled with short-convolution blocks; dense LFM2 is",
-    "kimi_linear": "Kimi Delta Attention layers are not modelled",
-    "minimax": "lightning (linear) attention layers are not modelled",
+    "kimi_linear": "Kimi Delta Attention (a gated delta rule with a decay per key channel "
+                   "from low-rank projections) beside latent (MLA) attention layers is not "
+                   "modelled",
 }
 
 #: Each family's config.json keys for the Mamba-2 widths: heads, head width, state,
@@ -204,12 +216,15 @@ def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
         raise SymroofError(f"{where}: model_type {kind!r} is not modelled: {REFUSED[kind]}")
     f = Fields(cfg, where)
     _refuse(f, kind)
-    if kind == "lfm2":
-        return _lfm2(f, label)
+    if kind in ("lfm2", "lfm2_moe"):
+        return _lfm2(f, label, moe=kind == "lfm2_moe")
+    if kind == "minimax":
+        return _minimax(f, label)
     if kind in ("qwen3_next", "olmo_hybrid"):
         return _qwen3_next(f, label) if kind == "qwen3_next" else _olmo_hybrid(f, label)
-    if kind in ("jamba", "mamba"):
-        return _jamba(f, label) if kind == "jamba" else _mamba1(f, label)
+    if kind in ("jamba", "mamba", "falcon_mamba"):
+        return _jamba(f, label) if kind == "jamba" else _mamba1(f, label,
+                                                               kind == "falcon_mamba")
     d = f.dim("hidden_size")
     given = f.cfg.get("num_hidden_layers")
     layers = None if kind == "nemotron_h" and given is None else f.layers("num_hidden_layers")
@@ -250,7 +265,7 @@ def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
         block = {"linear_attention": ("mamba2", "none"), "full_attention": ("attention", "none"),
                  "mlp": ("none", "dense"), "moe": ("none", "moe")}
         kinds = [block[t] for t in types]
-        extra = dict(d_ff=f.dim("intermediate_size"), mlp="plain", activation="relu",
+        extra = dict(d_ff=f.dim("intermediate_size"), mlp="plain", activation="relu2",
                      positions=None)
         if any(k[1] == "moe" for k in kinds):
             shared = f.count("n_shared_experts", 1) * f.dim("moe_shared_expert_intermediate_size",
@@ -284,9 +299,12 @@ def _lfm2_ffn(f: Fields) -> int:
     return width
 
 
-def _lfm2(f: Fields, label: str) -> HybridModel:
+def _lfm2(f: Fields, label: str, moe: bool = False) -> HybridModel:
     layers = f.layers("num_hidden_layers")
     types = f.cfg.get("layer_types")
+    if types is None and moe:  # transformers 5.24 indexes config.layer_types per layer
+        raise SymroofError(f"{f.where}: field 'layer_types' is required for lfm2_moe (conv "
+                           "or full_attention per layer)")
     if types is None:
         idx = f.indices("full_attn_idxs", layers) if "full_attn_idxs" in f.cfg \
             else set(range(layers))
@@ -296,16 +314,30 @@ def _lfm2(f: Fields, label: str) -> HybridModel:
         raise SymroofError(f"{f.where}: field 'layer_types' must list {layers} entries of conv "
                            f"or full_attention, got {types!r}"[:300])
     d, heads = f.dim("hidden_size"), f.dim("num_attention_heads")
-    kinds = [("attention" if t == "full_attention" else "shortconv", "dense") for t in types]
+    extra: dict[str, Any] = {}
+    mlp = ["dense"] * layers
+    if moe:  # the first num_dense_layers dense (intermediate_size as it is), experts after
+        dense = f.count("num_dense_layers", 2)
+        mlp = ["dense" if i < dense else "moe" for i in range(layers)]
+        if dense < layers:
+            extra = dict(experts=f.dim("num_experts", 32),
+                         experts_per_token=f.dim("num_experts_per_tok", 4),
+                         expert_d_ff=f.dim("moe_intermediate_size", 1792))
+            if extra["experts"] == 1:
+                raise SymroofError(f"{f.where}: field 'num_experts' 1: a mixture of one "
+                                   "expert is not modelled")
+    kinds = [("attention" if t == "full_attention" else "shortconv", k)
+             for t, k in zip(types, mlp)]
     conv = ShortConv(conv_kernel=f.dim("conv_L_cache", 3), conv_bias=f.flag("conv_bias", False))
+    tied = f.flag("tie_word_embeddings", f.flag("tie_embedding", True))
     return hybrid(name=label, layers=layers, d_model=d, heads=heads,
                   kv_heads=f.dim("num_key_value_heads", heads),
                   head_dim=f.dim("head_dim", d // heads),
-                  d_ff=_lfm2_ffn(f), vocab=f.dim("vocab_size"), mlp="gated", norm="rmsnorm",
-                  positions="rotary", qk_norm="head",
-                  tied_embeddings=f.flag("tie_word_embeddings", True), short_conv=conv,
-                  groups=pattern_groups(kinds, moe_model=False,
-                                        what=f"{f.where} layer pattern"))
+                  d_ff=f.dim("intermediate_size", 7168) if moe else _lfm2_ffn(f),
+                  vocab=f.dim("vocab_size"), mlp="gated", norm="rmsnorm",
+                  positions="rotary", qk_norm="head", tied_embeddings=tied, short_conv=conv,
+                  groups=pattern_groups(kinds, moe_model=bool(extra),
+                                        what=f"{f.where} layer pattern"), **extra)
 
 
 def _dt_rank(f: Fields, key: str, d: int) -> int:
@@ -318,14 +350,17 @@ def _dt_rank(f: Fields, key: str, d: int) -> int:
     return rank
 
 
-def _mamba1(f: Fields, label: str) -> HybridModel:
+def _mamba1(f: Fields, label: str, weightless_norms: bool = False) -> HybridModel:
     layers, d = f.layers("num_hidden_layers"), f.dim("hidden_size")
     inner = f.dim("intermediate_size", f.dim("expand", 2) * d)
     mixer = Mamba1(inner=inner, state=f.dim("state_size", 16),
                    dt_rank=_dt_rank(f, "time_step_rank", d),
                    conv_kernel=f.dim("conv_kernel", 4), conv_bias=f.flag("use_conv_bias", True),
-                   proj_bias=f.flag("use_bias", False), norms=False)
-    return hybrid(name=label, layers=layers, d_model=d, heads=1, head_dim=1, d_ff=d,
+                   proj_bias=f.flag("use_bias", False), norms=weightless_norms,
+                   norm_weights=False)
+    # no attention: the I channels stand in for the heads (unused), so that tensor-parallel
+    # degrees are checked against the channels the Mamba-1 layers split (as mamba2())
+    return hybrid(name=label, layers=layers, d_model=d, heads=inner, head_dim=1, d_ff=d,
                   vocab=f.dim("vocab_size"), norm="rmsnorm",
                   tied_embeddings=f.flag("tie_word_embeddings", True), mamba1=mixer,
                   groups=pattern_groups([("mamba1", "none")] * layers, moe_model=False))
@@ -436,3 +471,30 @@ def _olmo_hybrid(f: Fields, label: str) -> HybridModel:
     out = model.replace(o_bias=bias)
     assert isinstance(out, HybridModel)  # replace keeps the class
     return out
+
+
+def _minimax(f: Fields, label: str) -> HybridModel:
+    if f.given("sliding_window"):
+        raise SymroofError(f"{f.where}: field 'sliding_window' is set: windowed attention in "
+                           "a MiniMax hybrid is not modelled")
+    layers = f.layers("num_hidden_layers")
+    # transformers 5.24's default: full attention on the even layers (0, 2, ...)
+    types = _linear_types(f, layers) if f.cfg.get("layer_types") is not None else [
+        "full_attention" if (i + 1) % 2 else "linear_attention" for i in range(layers)]
+    d, heads = f.dim("hidden_size"), f.dim("num_attention_heads")
+    head_dim = f.dim("head_dim", d // heads) if f.cfg.get("head_dim") is not None \
+        else d // heads
+    experts = f.dim("num_local_experts", 8)
+    if experts == 1:
+        raise SymroofError(f"{f.where}: field 'num_local_experts' 1: a mixture of one expert "
+                           "is not modelled")
+    kinds = [("attention" if t == "full_attention" else "lightning", "moe") for t in types]
+    light = LightningAttention(heads, head_dim, chunk=f.dim("block_size", 256))
+    return hybrid(name=label, layers=layers, d_model=d, heads=heads,
+                  kv_heads=f.dim("num_key_value_heads", heads), head_dim=head_dim,
+                  d_ff=f.dim("intermediate_size"), vocab=f.dim("vocab_size"), mlp="gated",
+                  norm="rmsnorm", positions="rotary", experts=experts,
+                  experts_per_token=f.dim("num_experts_per_tok", 2),
+                  tied_embeddings=f.flag("tie_word_embeddings", False), lightning=light,
+                  groups=pattern_groups(kinds, moe_model=True,
+                                        what=f"{f.where} layer pattern"))

@@ -31,8 +31,8 @@ from symroof.workloads.builder import MIXERS, RECURRENT_MIXERS, LayerGroup
 from symroof.workloads.layers import forward_graph, kv_cache_tensors
 from symroof.workloads.recurrent import STATE_NAMES, Scan, ScanChoices
 
-__all__ = ["Mamba2", "Mamba1", "GatedDeltaNet", "ShortConv", "HybridModel", "hybrid", "mamba2",
-           "pattern_groups", "MLP_KINDS"]
+__all__ = ["Mamba2", "Mamba1", "GatedDeltaNet", "LightningAttention", "ShortConv",
+           "HybridModel", "hybrid", "mamba2", "pattern_groups", "MLP_KINDS"]
 
 #: What follows a layer's mixer: a dense MLP, routed experts, or nothing.
 MLP_KINDS = ("dense", "moe", "none")
@@ -109,7 +109,8 @@ class Mamba2:
 class Mamba1:
     """A Mamba-1 (selective scan) mixer's widths, as Jamba's: ``inner`` I channels (each
     with a state of ``state`` N), ``dt_rank`` R, a causal conv of ``conv_kernel`` taps,
-    RMSNorms on dt, B and C (``norms``), and the conv conventions in ``choices``."""
+    RMSNorms on dt, B and C (``norms``; with gains when ``norm_weights``, else
+    Falcon-Mamba's weightless x / rms(x)), and the conv conventions in ``choices``."""
 
     inner: sp.Expr
     state: sp.Expr = sp.Integer(16)
@@ -121,10 +122,11 @@ class Mamba1:
     state_bytes: sp.Expr | None = None
     conv_state_bytes: sp.Expr | None = None
     choices: ScanChoices = ScanChoices(scan=Scan.SEQUENTIAL)
+    norm_weights: bool = True
 
     def __post_init__(self) -> None:
         _check_mixer(self, "mamba1", ("inner", "state", "dt_rank", "conv_kernel"),
-                     ("conv_bias", "proj_bias", "norms"))
+                     ("conv_bias", "proj_bias", "norms", "norm_weights"))
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,34 @@ class GatedDeltaNet:
 
 
 @dataclass(frozen=True)
+class LightningAttention:
+    """A lightning (linear) attention mixer's widths (MiniMax-Text-01's): ``heads`` of
+    ``head_dim`` d for q, k and v (the state is d x d per head), blocks of ``chunk``
+    positions in prefill, and the conventions in ``choices`` (``causal`` within a block,
+    ``fused``, ``state_write``). Its decay rates are fixed per head and layer: no
+    parameters."""
+
+    heads: sp.Expr
+    head_dim: sp.Expr
+    chunk: sp.Expr = sp.Integer(256)
+    state_bytes: sp.Expr | None = None
+    choices: ScanChoices = ScanChoices()
+
+    def __post_init__(self) -> None:
+        for f in ("heads", "head_dim", "chunk"):
+            object.__setattr__(self, f, as_dim(getattr(self, f),
+                                               f"lightning {'block_size' if f == 'chunk' else f}"))
+        if self.state_bytes is not None:
+            v = as_expr(self.state_bytes, "lightning state_bytes")
+            if v.is_positive is False or (v.is_number and not v.is_positive):
+                raise SymroofError(f"lightning state_bytes: expected positive bytes, got {v}")
+            object.__setattr__(self, "state_bytes", v)
+        if not isinstance(self.choices, ScanChoices):
+            raise SymroofError(f"lightning choices: expected a ScanChoices, got "
+                               f"{type(self.choices).__name__}")
+
+
+@dataclass(frozen=True)
 class ShortConv:
     """An LFM2 short-convolution block's depthwise causal conv: ``conv_kernel`` K taps
     over the d_model channels (its conv state keeps K inputs per channel), biases on the
@@ -181,6 +211,7 @@ class HybridModel(TransformerModel):
     mamba1: Mamba1 | None = None
     deltanet: GatedDeltaNet | None = None
     attn_output_gate: bool = False  # sigmoid(x W_g) times attention's output (Qwen3-Next)
+    lightning: LightningAttention | None = None
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -220,6 +251,9 @@ class HybridModel(TransformerModel):
             raise SymroofError(f"{where} mamba1: mamba1 layers need the Mamba-1 widths")
         if grp.mixer == "deltanet" and not isinstance(self.deltanet, GatedDeltaNet):
             raise SymroofError(f"{where} deltanet: deltanet layers need a GatedDeltaNet")
+        if grp.mixer == "lightning" and not isinstance(self.lightning, LightningAttention):
+            raise SymroofError(f"{where} lightning: lightning layers need a "
+                               "LightningAttention")
         if grp.mixer == "none" and not grp.ffn:
             raise SymroofError(f"{where} layer pattern: a layer with neither mixer nor MLP")
         if grp.moe and self.experts == 1:
@@ -277,7 +311,7 @@ class HybridModel(TransformerModel):
     @property
     def ssm_layers(self) -> sp.Expr:
         """Layers with a recurrent mixer (:data:`RECURRENT_MIXERS`: Mamba-1 or -2, a short
-        convolution, a gated DeltaNet)."""
+        convolution, a gated DeltaNet, lightning attention)."""
         return sp.Add(*(g.count for g in self.groups if g.mixer in RECURRENT_MIXERS))
 
     def with_scan(self, choices: ScanChoices | None = None, **changes: object) -> HybridModel:
@@ -289,8 +323,8 @@ class HybridModel(TransformerModel):
         >>> m.with_scan(scan="sequential").ssm.choices.scan
         <Scan.SEQUENTIAL: 'sequential'>
         """
-        parts = [p for p in (self.ssm, self.short_conv, self.mamba1, self.deltanet)
-                 if p is not None]
+        parts = [p for p in (self.ssm, self.short_conv, self.mamba1, self.deltanet,
+                             self.lightning) if p is not None]
         if not parts:
             raise SymroofError(f"model {self.name!r}: no recurrent layers to set scan "
                                "choices on")
@@ -309,7 +343,9 @@ class HybridModel(TransformerModel):
                        mamba1=None if self.mamba1 is None else replace(
                            self.mamba1, choices=replace(new, scan=Scan.SEQUENTIAL)),
                        deltanet=None if self.deltanet is None else replace(
-                           self.deltanet, choices=new))
+                           self.deltanet, choices=new),
+                       lightning=None if self.lightning is None else replace(
+                           self.lightning, choices=new))
 
 
 def pattern_groups(kinds: Sequence[tuple[str, str]], *, moe_model: bool,
@@ -338,6 +374,7 @@ def pattern_groups(kinds: Sequence[tuple[str, str]], *, moe_model: bool,
 def hybrid(*, groups: Sequence[LayerGroup], ssm: Mamba2 | None = None,
            short_conv: ShortConv | None = None, mamba1: Mamba1 | None = None,
            deltanet: GatedDeltaNet | None = None, attn_output_gate: bool = False,
+           lightning: LightningAttention | None = None,
            **transformer_fields: object) -> HybridModel:
     """A hybrid description: :func:`symroof.models.transformer`'s fields (the attention
     and MLP layers' widths) plus the layer ``groups`` and the Mamba-2 widths ``ssm``.
@@ -353,7 +390,8 @@ def hybrid(*, groups: Sequence[LayerGroup], ssm: Mamba2 | None = None,
     base = transformer(**transformer_fields)  # type: ignore[arg-type]
     return HybridModel(**{f: getattr(base, f) for f in base.__dataclass_fields__},
                        ssm=ssm, groups=tuple(groups), short_conv=short_conv, mamba1=mamba1,
-                       deltanet=deltanet, attn_output_gate=attn_output_gate)
+                       deltanet=deltanet, attn_output_gate=attn_output_gate,
+                       lightning=lightning)
 
 
 def mamba2(*, layers: object, d_model: object, heads: object, head_dim: object, state: object,

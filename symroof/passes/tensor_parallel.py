@@ -40,7 +40,8 @@ from symroof.ir import (Elementwise, Gather, Gemm, Graph, Kind, Move, Op, Reduce
                         as_dim)
 
 __all__ = ["TensorParallelPlan", "tensor_parallel_plan", "HEAD_VIEWS", "REPLICATED",
-           "KV_WEIGHTS", "split_size", "RECURRENT_AXES", "recurrent_pins"]
+           "KV_WEIGHTS", "split_size", "RECURRENT_AXES", "MAMBA1_AXES", "DELTA_AXES",
+           "LIGHTNING_AXES", "recurrent_pins"]
 
 #: Views and moves that fold or unfold head axes, by the builder's op name (prefixes such
 #: as ``local.`` aside): ``"heads"`` puts the split on axis 1 (KV heads) as far as it
@@ -84,6 +85,48 @@ RECURRENT_AXES = MappingProxyType({
                       "step_out", "step_skip")},
     "D": 0,
 })
+#: Mamba-1 (selective scan) layers split their I channels as vLLM's MambaMixer does:
+#: in_proj (z, x), the conv, dt_proj, A and D column-wise; x_proj row-wise, so dt's low
+#: rank, B and C are partial sums all-reduced (whole on every device); out_proj row-wise.
+#: The scan runs with one group of I "heads" of width 1: the channel axis is ``per``.
+MAMBA1_AXES = MappingProxyType({
+    **{k: v for k, v in RECURRENT_AXES.items() if k.startswith("conv_")},
+    **{n: 3 for n in ("scan_x", "scan_dt", "scan_update", "scan_C_heads", "scan_out",
+                      "scan_skip")},
+    **{n: 2 for n in ("scan_y", "step_x", "step_dt", "step_update", "step_C_heads",
+                      "step_out", "step_skip", "step_y", "ssm_state", "ssm_state_write")},
+    "D": 1, "A_log": 0,
+})
+#: Gated DeltaNet layers split their key heads and with them their value heads, as vLLM's
+#: Qwen3-Next GatedDeltaNet does (q, k, v, z, b, a projections and the conv by columns,
+#: each head's state, gates and norm on one device, the out-projection by rows).
+DELTA_AXES = MappingProxyType({
+    **{f"conv_window_{p}": 0 for p in "qkv"}, **{f"conv_{p}": 0 for p in "qkv"},
+    **{f"conv_{p}.weight": 0 for p in "qkv"}, **{f"conv_{p}.bias": 0 for p in "qkv"},
+    **{f"conv_{p}_act": 0 for p in "qkv"}, **{f"conv_{p}_out": 2 for p in "qkv"},
+    **{f"conv_state_{p}": 1 for p in "qkv"}, **{f"conv_state_{p}_write": 1 for p in "qkv"},
+    "dt_bias": 0, "A_log": 0, "decay": 2, "beta": 2,
+    **{f"delta_{n}": 2 for n in (
+        "q", "k", "v", "g", "beta", "cumsum", "decay_s", "k_heads", "q_heads", "k_beta",
+        "v_beta", "kk", "qk", "T", "attn", "solve_v", "k_decay", "solve_k", "k_end",
+        "update", "chunk_decay", "passing", "w_state", "v_new", "q_decay", "q_state",
+        "intra", "out", "y", "heads", "merge")},
+    "z_heads": 2, "gated_norm": 2, "step_y": 2,
+    **{f"step_{n}": 1 for n in ("q", "k", "v", "g", "beta", "k_heads", "q_heads", "decay",
+                                "read_k", "delta", "outer", "update", "read_q")},
+    "ssm_state": 1, "ssm_state_write": 1,
+})
+#: Lightning attention layers split their heads, as vLLM's MiniMax linear attention does
+#: (q, k, v and the output gate by columns, each head's state local, the out-projection by
+#: rows). Its RMSNorm over all H d outputs runs on each device's share (vLLM all-reduces
+#: the B x S sums of squares for it: a few bytes a token, not counted).
+LIGHTNING_AXES = MappingProxyType({
+    **{f"light_{n}": 2 for n in ("q", "k", "v", "qk", "decay", "intra", "k_decay", "update",
+                                 "passing", "q_decay", "inter", "out", "y")},
+    "lightning_norm": 2, "lightning_norm.weight": 0, "step_y": 2,
+    **{f"step_{n}": 1 for n in ("q", "k", "v", "decay", "outer", "update", "read_q")},
+    "ssm_state": 1, "ssm_state_write": 1,
+})
 #: Under quadratic state passing these are (batch, groups, per, c + 1, ...): axis 1.
 _QUADRATIC = frozenset({"ssd_chunk_decay", "ssd_passing"})
 _RECURRENT_GROUPS = ("mamba", "parallel", "conv")
@@ -94,11 +137,12 @@ def recurrent_pins(graph: Graph, tp: sp.Expr) -> dict[str, dict[int, sp.Expr]]:
     pins: dict[str, dict[int, sp.Expr]] = {}
     for t in graph.tensors:
         group, _, local = t.name.partition(".")
-        if group not in _RECURRENT_GROUPS:
+        if group not in (*_RECURRENT_GROUPS, "mamba1", "delta", "lightning"):
             continue
         for part in ("mlp.", "no_mlp.", "local.", "dense."):
             local = local.removeprefix(part)
-        axis = RECURRENT_AXES.get(local)
+        axis = {"mamba1": MAMBA1_AXES, "delta": DELTA_AXES, "lightning": LIGHTNING_AXES
+                }.get(group, RECURRENT_AXES).get(local)
         if axis is None:
             continue
         if local in _QUADRATIC and len(t.shape) == 5:

@@ -35,8 +35,8 @@ from symroof.workloads.builder import (Builder, LayerGroup, LatentShape, Transfo
 from symroof.workloads.dropout import attention_core_with_dropout
 from symroof.workloads.experts import moe_mlp
 from symroof.workloads.latent import latent_attention
-from symroof.workloads.recurrent import (deltanet_mixer, mamba1_mixer, mamba2_mixer,
-                                         short_conv_mixer)
+from symroof.workloads.recurrent import (deltanet_mixer, lightning_mixer, mamba1_mixer,
+                                         mamba2_mixer, short_conv_mixer)
 
 __all__ = ["TransformerShape", "LatentShape", "LayerGroup", "Choices", "forward_graph",
            "weight_tensors", "kv_cache_tensors"]
@@ -166,6 +166,8 @@ def _mixer(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Ex
         return mamba1_mixer(b, h, batch=batch, seq=seq, decode=decode)
     if grp.mixer == "deltanet":
         return deltanet_mixer(b, h, batch=batch, seq=seq, decode=decode)
+    if grp.mixer == "lightning":
+        return lightning_mixer(b, h, batch=batch, seq=seq, decode=decode)
     ssm = mamba2_mixer(b, h, batch=batch, seq=seq, decode=decode)
     if grp.mixer == "mamba2":
         return ssm

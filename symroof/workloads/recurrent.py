@@ -56,7 +56,7 @@ import sympy as sp
 from symroof.analysis import Analysis, analyze
 from symroof.errors import SymroofError
 from symroof.ir import Graph, Kind, Tensor, View, as_dim, as_expr
-from symroof.options import Causal, OpsCounted, option
+from symroof.options import Causal, OpsCounted, Saves, option
 from symroof.symbols import b as _b
 from symroof.workloads.attention import (ElementwiseFlops, causal_fraction, fuse_groups,
                                          op_groups)
@@ -64,7 +64,7 @@ from symroof.workloads.builder import Builder
 
 __all__ = ["Scan", "CbPer", "Passing", "ConvOutputs", "ScanChoices", "SsmShape", "ConvShape",
            "mamba2_mixer", "short_conv_mixer", "mamba1_mixer", "Mamba1Shape", "DeltaShape",
-           "deltanet_mixer", "deltanet_flops_per_token",
+           "deltanet_mixer", "deltanet_flops_per_token", "LightningShape", "lightning_mixer",
            "ssd_flops_per_token", "ssd_tile_bytes", "chunk_count", "STATE_NAMES",
            "ssm_splits", "ssd"]
 
@@ -329,7 +329,9 @@ class Mamba1Shape(ConvShape, Protocol):
     @property
     def proj_bias(self) -> bool: ...
     @property
-    def norms(self) -> bool: ...          # RMSNorms on dt, B and C (Jamba)
+    def norms(self) -> bool: ...          # RMSNorms on dt, B and C (Jamba, Falcon-Mamba)
+    @property
+    def norm_weights(self) -> bool: ...   # those norms have gains (Jamba) or none (Falcon)
     @property
     def state_bytes(self) -> sp.Expr | None: ...
 
@@ -340,7 +342,7 @@ def mamba1_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     conv over I channels and SiLU, x_proj I -> R + 2N (dt's low rank, B, C; Jamba norms
     each), dt_proj R -> I with its bias, the recurrence over a state of N per channel
     (the sequential scan: there is no chunked form), D skip, the gate silu(z), and the
-    out-projection I -> D."""
+    out-projection I -> D. Falcon-Mamba's norms have no gains (``norm_weights``)."""
     s = getattr(b.m, "mamba1", None)
     if not isinstance(s, Mamba1Shape):
         raise SymroofError(f"model {b.m.name!r} mamba1: a mamba1 layer group needs the "
@@ -353,8 +355,12 @@ def mamba1_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     dtr = b.linear(x, "W_dt_rank", i, r, "dt_rank_proj", False)
     bm = b.linear(x, "W_B", i, n, "B_proj", False)
     cm = b.linear(x, "W_C", i, n, "C_proj", False)
-    if s.norms:
+    if s.norms and s.norm_weights:
         dtr, bm, cm = b.rms(dtr, "dt_norm", r), b.rms(bm, "B_norm", n), b.rms(cm, "C_norm", n)
+    elif s.norms:  # Falcon-Mamba: x / rms(x), no gain (one FLOP an element fewer)
+        dtr, bm, cm = (g.elementwise(t, name=b.n(nm), flops_per_element=b.fl.rmsnorm - 1,
+                                     saves=Saves.RMS_NORM)
+                       for t, nm in ((dtr, "dt_norm"), (bm, "B_norm"), (cm, "C_norm")))
     dt = b.linear(dtr, "W_dt", r, i, "dt_proj", True)
     dt = g.elementwise(dt, name=b.n("dt_softplus"), flops_per_element=2)
     a = b.weight("A_log", (i, 1, n))  # a decay per channel and state
@@ -499,11 +505,15 @@ def _step(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor
 
 
 def ssm_splits(m: object, tp: int) -> bool:
-    """Whether ``tp`` devices split a model's Mamba-2 heads and groups evenly (True for a
-    model without them)."""
-    if tp > 1 and (getattr(m, "mamba1", None) is not None
-                   or getattr(m, "deltanet", None) is not None):
-        return False  # Mamba-1 and gated DeltaNet layers: tensor parallelism not modelled
+    """Whether ``tp`` devices split a model's recurrent layers evenly: Mamba-2 heads and
+    groups, Mamba-1 channels, gated DeltaNet key (and value) heads, lightning heads (True
+    for a model without them)."""
+    m1, dn, lt = (getattr(m, f, None) for f in ("mamba1", "deltanet", "lightning"))
+    widths = ([m1.inner] if m1 is not None else []) + \
+        ([dn.key_heads, dn.value_heads] if dn is not None else []) + \
+        ([lt.heads] if lt is not None else [])
+    if any(w.is_number and int(w) % tp for w in widths):
+        return False
     s = getattr(m, "ssm", None)
     if s is None:
         return True
@@ -672,6 +682,121 @@ def _delta_step(b: Builder, s: DeltaShape, q: Tensor, k: Tensor, v: Tensor, gate
     o = g.gemm(qh, new, name=b.n("step_read_q"))                  # q^T S: 2 d_k d_v
     out = g.view(o, (batch, 1, hv * dv), name=b.n("step_y"))
     ops += [kh, qh, decayed, mem, delta, outer, new, o, out]
+    if c.state_write:
+        write = g.move(new, name=b.n("ssm_state_write"), shape=shape, kind=Kind.KV_CACHE,
+                       bytes_per_value=sb)
+        g.output(write)
+        ops.append(write)
+    if c.fused:
+        b.fusions.append((_kernel(g, ops), None))
+    return out
+
+
+@runtime_checkable
+class LightningShape(Protocol):
+    """A lightning (linear) attention mixer's widths (MiniMax-Text-01's;
+    ``symroof.models.LightningAttention``)."""
+
+    @property
+    def heads(self) -> sp.Expr: ...       # H heads of d; the state is d x d per head
+    @property
+    def head_dim(self) -> sp.Expr: ...
+    @property
+    def chunk(self) -> sp.Expr: ...       # the block size of the blocked prefill
+    @property
+    def state_bytes(self) -> sp.Expr | None: ...
+    @property
+    def choices(self) -> ScanChoices: ...
+
+
+def lightning_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
+                    decode: bool) -> Tensor:
+    """Lightning attention (MiniMax-Text-01's linear attention): q, k, v = SiLU of a
+    projection D -> H d each; a state of d x d per head, decayed by a fixed rate per head
+    (no parameters: a buffer of slopes); prefill in blocks of Q positions: within a block
+    the scores q k^T times the decays, then by v (Q x Q pairs per head, the causal
+    convention), across blocks q times the state carried in and the state updated by
+    k^T v (d x d); decode one step: S = r S + k^T v, o = q S; an RMSNorm over the H d
+    outputs, times sigmoid of a gate projection D -> H d; the out-projection H d -> D."""
+    s = getattr(b.m, "lightning", None)
+    if not isinstance(s, LightningShape):
+        raise SymroofError(f"model {b.m.name!r} lightning: a lightning layer group needs the "
+                           "model's lightning attention widths "
+                           "(symroof.models.LightningAttention)")
+    g, m = b.g, b.m
+    hd, d = s.heads, s.head_dim
+    qkv = []
+    for part in "qkv":
+        t = b.linear(h, f"W_{part}", m.d_model, hd * d, f"{part}_proj", False)
+        qkv.append(g.elementwise(t, name=b.n(f"{part}_act"), flops_per_element=b.fl.silu))
+    q, k, v = qkv
+    step = _lightning_step if decode else _lightning_blocks
+    y = step(b, s, q, k, v, batch, seq)
+    y = b.rms(y, "lightning_norm", hd * d)
+    gate = b.linear(h, "W_out_gate", m.d_model, hd * d, "out_gate_proj", False)
+    y = g.elementwise(y, gate, name=b.n("out_gate"), flops_per_element=b.fl.gate + 4)
+    return b.linear(y, "W_out", hd * d, m.d_model, "out_proj", False)
+
+
+def _lightning_blocks(b: Builder, s: LightningShape, q: Tensor, k: Tensor, v: Tensor,
+                      batch: sp.Expr, seq: sp.Expr) -> Tensor:
+    """The blocked prefill (a last partial block padded whole, as :func:`chunk_count`):
+    the intra-block scores and output at the causal convention, the inter-block read of
+    the carried state and its update, every block at its size."""
+    g, c = b.g, s.choices
+    qc = s.chunk if c.chunk is None else c.chunk
+    nc = chunk_count(seq, qc)
+    hd, d = s.heads, s.head_dim
+    lead = (batch, nc, hd)
+    frac = causal_fraction(c.causal, qc)
+    ops: list[Tensor] = []
+
+    def keep(t: Tensor) -> Tensor:
+        ops.append(t)
+        return t
+
+    def v_(t: Tensor, shape: tuple[sp.Expr, ...], name: str) -> Tensor:
+        size = sp.Mul(*shape)
+        out = g.view(t, shape, name=b.n(name)) if sp.expand(t.numel - size) == 0 else \
+            g.move(t, name=b.n(name), shape=shape, read_fraction=sp.Min(1, size / t.numel))
+        return keep(out)
+
+    q5, k5, v5 = (v_(t, (*lead, qc, d), f"light_{p}") for t, p in ((q, "q"), (k, "k"),
+                                                                    (v, "v")))
+    scores = keep(g.gemm(q5, k5, transpose_b=True, work_fraction=frac,
+                         name=b.n("light_qk")))
+    scores = keep(g.elementwise(scores, name=b.n("light_decay"), flops_per_element=1))
+    intra = keep(g.gemm(scores, v5, work_fraction=frac, name=b.n("light_intra")))
+    kd = keep(g.elementwise(k5, name=b.n("light_k_decay"), flops_per_element=1))
+    upd = keep(g.gemm(kd, v5, transpose_a=True, name=b.n("light_update")))  # (d x d)
+    start = keep(g.elementwise(upd, name=b.n("light_passing"), flops_per_element=2))
+    qd = keep(g.elementwise(q5, name=b.n("light_q_decay"), flops_per_element=1))
+    inter = keep(g.gemm(qd, start, name=b.n("light_inter")))
+    o = keep(g.elementwise(inter, intra, name=b.n("light_out"), flops_per_element=1))
+    out = v_(o, (batch, seq, hd * d), "light_y")
+    if c.fused:
+        b.fusions.append((_kernel(g, ops), None))
+    return out
+
+
+def _lightning_step(b: Builder, s: LightningShape, q: Tensor, k: Tensor, v: Tensor,
+                    batch: sp.Expr, seq: sp.Expr) -> Tensor:
+    """One decode step over the (batch, H, d, d) state: decayed, plus k^T v, read by q,
+    written back."""
+    g, c = b.g, s.choices
+    hd, d = s.heads, s.head_dim
+    sb = _state_bytes(b, s.state_bytes)
+    shape = (batch, hd, d, d)
+    old = g.kv_cache(b.n("ssm_state"), shape, bytes_per_value=sb)
+    qv = g.view(q, (batch, hd, 1, d), name=b.n("step_q"))
+    kv = g.view(k, (batch, hd, 1, d), name=b.n("step_k"))
+    vv = g.view(v, (batch, hd, 1, d), name=b.n("step_v"))
+    decayed = g.elementwise(old, name=b.n("step_decay"), flops_per_element=1)
+    outer = g.gemm(kv, vv, transpose_a=True, name=b.n("step_outer"))   # k^T v: 2 d^2
+    new = g.elementwise(decayed, outer, name=b.n("step_update"), flops_per_element=1)
+    o = g.gemm(qv, new, name=b.n("step_read_q"))                       # q S: 2 d^2
+    out = g.view(o, (batch, 1, hd * d), name=b.n("step_y"))
+    ops = [qv, kv, vv, decayed, outer, new, o, out]
     if c.state_write:
         write = g.move(new, name=b.n("ssm_state_write"), shape=shape, kind=Kind.KV_CACHE,
                        bytes_per_value=sb)

@@ -146,3 +146,35 @@ def test_bad_widths_name_the_field():
         GatedDeltaNet(3, 4, 4, 4)
     with pytest.raises(SymroofError, match="chunk_size 16: larger than the sequence 8"):
         prefill(_model(1, 2, 1, 2, 16), 1, 8)
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_tensor_parallel_splits_key_and_value_heads_as_vllm(phase):
+    """Qwen3-Next (2 key heads, 4 value heads of 8) at tp=2, as vLLM's GatedDeltaNet
+    splits it: each device one key head and its two value heads (projections and conv by
+    columns, each head's rule, gates and norm local), the out-projection by rows; FLOPs
+    halve but the replicated router and shared-expert gate, the mixer's only all-reduce is
+    its out-projection's, and each device holds half the states."""
+    import json
+    from pathlib import Path
+
+    from symroof.models import from_hf_dict
+    data = json.loads((Path(__file__).parents[1] / "fixtures" / "hybrid_flops.json").read_text())
+    cfg = next(e["config"] for e in data["entries"] if e["model"] == "qwen3_next")
+    m = from_hf_dict(cfg)
+    run = (lambda **kw: decode(m, 2, context=8, logits="none", **kw)) if phase == "decode" \
+        else (lambda **kw: prefill(m, 2, 64, logits="none", **kw))
+    one, two = run(), run(tp=2)
+    whole = sum(c.flops for n, c in one.per_op.items()
+                if n.rsplit(".", 1)[-1] in ("router", "shared_gate"))
+    assert two.flops == (one.flops - whole) / 2 + whole
+    g = two.graph
+    reduced = {o.name for o in g.ops if o.name.startswith("delta.mlp.")
+               and o.name.endswith(":all_reduce")}
+    assert "delta.mlp.out_proj:all_reduce" in reduced
+    assert not any(x in n for n in reduced for x in ("delta_", "step_", "conv_", "decay"))
+    if phase == "decode":
+        shapes = {t.name.rsplit(".", 1)[-1]: t.shape for t in g.inputs
+                  if t.name.startswith("delta.mlp.") and t.name.endswith(("state", "_q"))}
+        assert shapes["ssm_state"] == (2, 1, 2, 8, 8)   # 1 key head, 2 value heads of 8x8
+        assert shapes["conv_state_q"][1] == 8            # half of q's 2 x 8 channels

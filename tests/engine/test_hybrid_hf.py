@@ -134,8 +134,7 @@ def test_olmo_hybrid_norms_over_all_heads_and_optional_rotary():
     assert (m.qk_norm, m.positions, m.attn_output_gate) == ("full", None, False)
 
 
-@pytest.mark.parametrize("kind", ["zamba2", "lfm2_moe", "kimi_linear", "falcon_mamba",
-                                  "minimax"])
+@pytest.mark.parametrize("kind", ["zamba", "zamba2", "kimi_linear"])
 def test_unmodelled_families_are_refused_by_name(kind):
     with pytest.raises(SymroofError, match=f"model_type '{kind}' is not modelled: "):
         from_hf_dict({"model_type": kind, **ATTN, "num_hidden_layers": 2})
@@ -169,3 +168,53 @@ def test_unmodelled_families_are_refused_by_name(kind):
 def test_bad_configs_name_the_field(cfg, field):
     with pytest.raises(SymroofError, match=field):
         from_hf_dict(cfg)
+
+
+def test_nemotron_h_relu2_is_a_relu_and_a_multiply_under_ops_all():
+    """ReLU^2 (transformers' ``ReLUSquaredActivation``: relu, then square) costs 2 FLOPs an
+    element under ``ops="all"``, one more than a ReLU; contractions alone are unchanged."""
+    from symroof.symbols import B, S
+    from symroof.workloads.transformer import decode, prefill
+    m = from_hf_dict({"model_type": "nemotron_h", **ATTN, "head_dim": 16, "mamba_num_heads": 8,
+                      "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 16,
+                      "chunk_size": 4, "layers_block_type": ["linear_attention",
+                                                             "full_attention", "mlp", "moe"],
+                      "n_routed_experts": 4, "num_experts_per_tok": 2,
+                      "moe_intermediate_size": 32, "moe_shared_expert_intermediate_size": 48})
+    assert m.activation == "relu2"
+    relu = m.replace(activation="relu")
+    # activated values per token: the MLP's 96, 2 routed experts' 32 each, the shared 48
+    per_token = 96 + 2 * 32 + 48
+    assert prefill(m, B, 8, ops="all").flops - prefill(relu, B, 8, ops="all").flops \
+        == 8 * B * per_token
+    assert decode(m, B, context=S, ops="all").flops - \
+        decode(relu, B, context=S, ops="all").flops == B * per_token
+    assert prefill(m, B, 8).flops == prefill(relu, B, 8).flops
+
+
+def test_falcon_mamba_is_mamba_with_weightless_dt_b_c_norms():
+    """Falcon-Mamba: Mamba's layers plus RMSNorms on dt, B and C without gains (the same
+    parameters; under ops="all" 3 FLOPs an element over R + 2N values a token and layer:
+    square, sum, rsqrt-scale, no gamma); contractions alone are Mamba's."""
+    from symroof.workloads.transformer import prefill
+    cfg = {"hidden_size": 64, "state_size": 8, "num_hidden_layers": 2, "vocab_size": 100,
+           "time_step_rank": 6}
+    falcon = from_hf_dict({"model_type": "falcon_mamba", **cfg})
+    mamba = from_hf_dict({"model_type": "mamba", **cfg})
+    assert falcon.mamba1.norms and not falcon.mamba1.norm_weights
+    assert falcon.params == mamba.params
+    assert prefill(falcon, 2, 5).flops == prefill(mamba, 2, 5).flops
+    extra = prefill(falcon, 2, 5, ops="all").flops - prefill(mamba, 2, 5, ops="all").flops
+    assert extra == 2 * 5 * 2 * 3 * (6 + 2 * 8)
+
+
+def test_lfm2_moe_dense_layers_then_experts():
+    m = from_hf_dict({"model_type": "lfm2_moe", **ATTN, "num_hidden_layers": 4,
+                      "num_dense_layers": 2, "num_experts": 8, "num_experts_per_tok": 2,
+                      "moe_intermediate_size": 32,
+                      "layer_types": ["conv", "full_attention", "conv", "conv"]})
+    assert _kinds(m) == {("shortconv", True, False): 1, ("attention", True, False): 1,
+                         ("shortconv", True, True): 2}
+    assert (m.d_ff, m.experts, m.experts_per_token, m.expert_d_ff) == (96, 8, 2, 32)
+    with pytest.raises(SymroofError, match="field 'layer_types' is required for lfm2_moe"):
+        from_hf_dict({"model_type": "lfm2_moe", **ATTN, "num_hidden_layers": 4})

@@ -150,3 +150,113 @@ def test_bad_patterns_name_the_field(groups, field):
 def test_mamba_layers_need_ssm_widths():
     with pytest.raises(SymroofError, match="ssm"):
         _small(ssm=None)
+
+
+def _stack(attn: int, mamba: int, window: object = None, windowed: int = 0):
+    """d 64, 4 heads (2 KV) of 16; Mamba-2 8 heads of 16, state 16, 2 groups, chunk 8;
+    ``windowed`` of the ``attn`` attention layers attend through ``window``."""
+    groups = [LayerGroup(sp.Integer(n), windowed=w) for n, w in
+              ((windowed, True), (attn - windowed, False)) if n]
+    return hybrid(layers=attn + mamba, d_model=64, heads=4, kv_heads=2, d_ff=96, vocab=100,
+                  window=window, ssm=Mamba2(heads=8, head_dim=16, state=16, groups=2, chunk=8),
+                  groups=(*groups, LayerGroup(sp.Integer(mamba), mixer="mamba2")))
+
+
+def test_windowed_attention_inside_a_hybrid():
+    """Two of three attention layers attend through a window of 64 beside 3 Mamba-2
+    layers: against the same stack without the window, a decode step reads K and V of
+    min(S, 64) positions on those two (2 x 2 KV heads x 16 = 128 values a position
+    fewer), does 4 x 4 heads x 16 = 256 FLOPs a position fewer on each, and the recurrent
+    states do not change; a prefill's attention pairs are counted one by one below."""
+    W = 64
+    win, full = _stack(3, 3, window=W, windowed=2), _stack(3, 3)
+    assert win.state_bytes_per_sequence == full.state_bytes_per_sequence
+    assert sp.expand(win.attention_kv_bytes(S) - (64 * S + 128 * sp.Min(W, S)) * b) == 0
+    d_win, d_full = (decode(m, B, context=S, logits="none") for m in (win, full))
+    assert sp.expand(d_full.bytes - d_win.bytes - 128 * B * (S - sp.Min(W, S)) * b) == 0
+    assert sp.expand(d_full.flops - d_win.flops - 2 * 256 * B * (S - sp.Min(W, S))) == 0
+    # prefill, causal="exact": count the (query, key) pairs each layer attends, by brute force
+    for seq in (40, 256):
+        full_pairs = sum(i + 1 for i in range(seq))
+        win_pairs = sum(min(i + 1, W) for i in range(seq))
+        p_win, p_full = (prefill(m, 1, seq, causal="exact") for m in (win, full))
+        assert p_full.flops - p_win.flops == 2 * 256 * (full_pairs - win_pairs)
+
+
+@pytest.mark.parametrize("attn, mamba, half_attn, half_mamba, even", [
+    (2, 4, 1, 2, True),    # 6 layers over 2 stages: each holds 1 attention and 2 Mamba-2
+    (1, 3, 1, 2, False),   # an odd split: the busiest stage, ceil per group
+])
+def test_pipeline_across_mixed_groups(attn, mamba, half_attn, half_mamba, even):
+    """pp=2 over attention and Mamba-2 groups: the last stage holds ceil(count / 2) layers
+    of each group (a per-group convention: with odd counts this is the busiest stage a
+    split could give), so its FLOPs are those of the smaller stack on one device, and its
+    traffic differs from that stack's by a term that does not grow with the context (the
+    first stage's embedding lookup): the KV and the states of its layers are the same."""
+    m, stage = _stack(attn, mamba), _stack(half_attn, half_mamba)
+    x, y = decode(m, B, context=S, pp=2), decode(stage, B, context=S)
+    assert sp.expand(x.flops - y.flops) == 0
+    assert S not in sp.expand(x.bytes - y.bytes).free_symbols
+    x, y = prefill(m, B, 16, pp=2), prefill(stage, B, 16)
+    assert sp.expand(x.flops - y.flops) == 0
+    notes = " ".join(x.graph.provenance.assumptions)
+    assert f"holds {half_mamba} of the {mamba} layers of block 'mamba_mlp_layer'" in notes
+    assert ("busiest stage" in notes) is not even
+
+
+def _jamba():
+    from symroof.models import from_hf_dict
+    return from_hf_dict({"model_type": "jamba", "hidden_size": 64, "intermediate_size": 96,
+                         "num_attention_heads": 4, "num_key_value_heads": 2,
+                         "vocab_size": 100, "num_hidden_layers": 4, "attn_layer_period": 2,
+                         "attn_layer_offset": 1, "expert_layer_period": 2,
+                         "expert_layer_offset": 0, "num_experts": 4, "num_experts_per_tok": 2,
+                         "mamba_d_state": 8, "mamba_dt_rank": 8})
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_tensor_parallel_splits_mamba1_channels_as_vllm(phase):
+    """Jamba at tp=2: every GEMM of its Mamba-1 layers splits the I = 128 channels (in_proj
+    and dt_proj by columns, x_proj and out_proj by rows, as vLLM's MambaMixer), so each
+    device does half the FLOPs but the experts' router (replicated); x_proj's dt rank, B
+    and C are partial sums, all-reduced (B x (8 + 8 + 8) values a layer and token); each
+    device holds half of every Mamba-1 state."""
+    m = _jamba()
+    run = (lambda **kw: decode(m, 2, context=8, logits="none", **kw)) if phase == "decode" \
+        else (lambda **kw: prefill(m, 2, 8, logits="none", **kw))
+    one, two = run(), run(tp=2)
+    router = sum(c.flops for n, c in one.per_op.items() if n.endswith(".router"))
+    assert two.flops == (one.flops - router) / 2 + router
+    g = two.graph
+    reduced = {o.name.removeprefix("mamba1.mlp.").removesuffix(":all_reduce"): o.out.shape
+               for o in g.ops if o.name.startswith("mamba1.") and o.name.endswith(":all_reduce")}
+    tokens = 1 if phase == "decode" else 8
+    assert {k: reduced[k] for k in ("dt_rank_proj", "B_proj", "C_proj")} == \
+        {k: (2, tokens, 8) for k in ("dt_rank_proj", "B_proj", "C_proj")}
+    if phase == "decode":
+        (state,) = [t for t in g.inputs if t.name == "mamba1.mlp.ssm_state"]
+        assert state.shape == (2, 1, 64, 1, 8)   # I/2 channels of N = 8
+
+
+def test_tensor_parallel_must_split_the_mamba1_channels():
+    from symroof.models.hybrid import Mamba1
+    m = hybrid(layers=2, d_model=8, heads=4, d_ff=16, vocab=50,
+               mamba1=Mamba1(inner=6, state=4, dt_rank=2),
+               groups=(LayerGroup(sp.Integer(1)), LayerGroup(sp.Integer(1), mixer="mamba1")))
+    with pytest.raises(SymroofError, match=r"tp 4: does not split"):
+        decode(m, 1, context=8, tp=4)
+    assert decode(m, 1, context=8, tp=2).flops > 0
+
+
+def test_tensor_parallel_over_a_mamba1_language_model():
+    """Falcon-Mamba (recorded tiny config, I = 128): every GEMM splits, so a device does
+    exactly half the FLOPs at tp=2; the degrees offered are those dividing I and d."""
+    import json
+    from pathlib import Path
+
+    from symroof.models import from_hf_dict
+    from symroof.workloads.parallel import valid_tp
+    data = json.loads((Path(__file__).parents[1] / "fixtures" / "hybrid_flops.json").read_text())
+    m = from_hf_dict(next(e["config"] for e in data["entries"] if e["model"] == "falcon_mamba"))
+    assert decode(m, 2, context=8, tp=2).flops * 2 == decode(m, 2, context=8).flops
+    assert valid_tp(m) == (1, 2, 4, 8, 16, 32, 64)

@@ -14,6 +14,7 @@ Usage (needs torch and transformers; not needed by the test suite)::
 
     python tests/oracles/record_hybrid_flops.py            # writes the fixture
     python tests/oracles/record_hybrid_flops.py -o out.json
+    python tests/oracles/record_hybrid_flops.py --only falcon_mamba   # one model, merged
 """
 
 from __future__ import annotations
@@ -62,12 +63,23 @@ def specs() -> list[tuple[str, str, dict]]:
               moe_shared_expert_intermediate_size=48)),
         ("lfm2", "Lfm2Config", dict(_ATTN, num_hidden_layers=3, block_multiple_of=16,
                                     layer_types=["conv", "full_attention", "conv"])),
+        ("lfm2_moe", "Lfm2MoeConfig", dict(_ATTN, num_hidden_layers=3, num_dense_layers=1,
+                                           num_experts=4, num_experts_per_tok=2,
+                                           moe_intermediate_size=32,
+                                           layer_types=["conv", "full_attention", "conv"])),
+        ("minimax", "MiniMaxConfig", dict(_ATTN, num_hidden_layers=3, block_size=CHUNK,
+                                          num_local_experts=4, num_experts_per_tok=2,
+                                          layer_types=["full_attention", "linear_attention",
+                                                       "linear_attention"])),
         ("jamba", "JambaConfig", dict(_ATTN, num_hidden_layers=4, attn_layer_period=2,
                                       attn_layer_offset=1, expert_layer_period=2,
                                       expert_layer_offset=0, num_experts=4,
                                       num_experts_per_tok=2, mamba_d_state=8, mamba_dt_rank=8)),
         ("mamba", "MambaConfig", dict(hidden_size=64, state_size=8, num_hidden_layers=2,
                                       vocab_size=100, time_step_rank="auto")),
+        ("falcon_mamba", "FalconMambaConfig", dict(hidden_size=64, state_size=8,
+                                                   num_hidden_layers=2, vocab_size=100,
+                                                   time_step_rank=6)),
         ("qwen3_next", "Qwen3NextConfig",
          dict(_ATTN, num_hidden_layers=4, head_dim=16, linear_num_key_heads=2,
               linear_key_head_dim=8, linear_num_value_heads=4, linear_value_head_dim=8,
@@ -116,10 +128,13 @@ def cache_bytes(cache) -> dict[str, int]:
             for t in getattr(layer, key, {}).values():
                 if torch.is_tensor(t):
                     out[kind] += t.numel() * t.element_size()
-        for key in ("keys", "values"):
+        for key in ("keys", "values"):  # (MiniMax's linear caches: below)
             t = getattr(layer, key, None)
             if torch.is_tensor(t):
                 out["kv"] += t.numel() * t.element_size()
+    for t in getattr(cache, "linear_cache", []):  # MiniMax: a d x d state per head
+        if torch.is_tensor(t):
+            out["ssm_state"] += t.numel() * t.element_size()
     return out
 
 
@@ -130,7 +145,10 @@ def _cache(output):
 
 #: Per-model prefill shapes: the gated DeltaNet torch paths chunk by 64 (a shorter prompt is
 #: padded to a whole chunk, which symroof refuses), so its prompts are 64 and 70 tokens.
-SHAPES = {"qwen3_next": [(1, 64), (2, 70)], "olmo_hybrid": [(1, 64), (2, 70)]}
+SHAPES = {"qwen3_next": [(1, 64), (2, 70)], "olmo_hybrid": [(1, 64), (2, 70)],
+          # MiniMax's torch path computes a last partial block at its size (symroof pads it
+          # whole, as the SSD): whole blocks of 4
+          "minimax": [(1, 8), (2, 12)]}
 
 
 def record_model(name: str, cls_name: str, kwargs: dict) -> list[dict]:
@@ -164,11 +182,16 @@ def record_model(name: str, cls_name: str, kwargs: dict) -> list[dict]:
     return entries
 
 
-def record() -> dict:
+def record(only: list[str] | None = None, keep: list[dict] | None = None) -> dict:
+    """Every model of :func:`specs` (``only``: those named, the ``keep`` entries of the
+    others left as they were)."""
     import torch
     import transformers
 
-    entries = [e for name, cls, kw in specs() for e in record_model(name, cls, kw)]
+    entries = [e for name, cls, kw in specs() if not only or name in only
+               for e in record_model(name, cls, kw)]
+    if only:
+        entries = [e for e in keep or [] if e["model"] not in only] + entries
     return {
         "meta": {
             "torch": torch.__version__, "transformers": transformers.__version__,
@@ -185,8 +208,12 @@ def record() -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-o", "--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--only", action="append", metavar="MODEL",
+                        help="record these models only, keeping the others' entries of --out")
     args = parser.parse_args(argv)
-    data = record()
+    keep = json.loads(args.out.read_text())["entries"] if args.only and args.out.exists() \
+        else None
+    data = record(args.only, keep)
     args.out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(f"wrote {len(data['entries'])} entries to {args.out}")
     return 0

@@ -1,9 +1,9 @@
 """Hybrid and state-space models against PyTorch: FlopCounterMode, parameters, cache bytes.
 
 (a) Recorded: every entry of ``tests/fixtures/hybrid_flops.json`` (tiny Mamba2, Bamba,
-    GraniteMoeHybrid, Falcon-H1, Nemotron-H, LFM2, Jamba, Mamba, Qwen3-Next and OLMo-Hybrid
-    models on transformers' pure-PyTorch paths; see ``tests/oracles/README.md``) is
-    reproduced exactly from its config.json alone (the gated DeltaNet families: but for
+    GraniteMoeHybrid, Falcon-H1, Nemotron-H, LFM2, LFM2-MoE, Jamba, Mamba, Falcon-Mamba,
+    Qwen3-Next, OLMo-Hybrid and MiniMax models on transformers' pure-PyTorch paths; see
+    ``tests/oracles/README.md``) is reproduced exactly from its config.json alone (the gated DeltaNet families: but for
     the ops in ``UNCOUNTED``): the parameter count, the FLOPs of a prefill and of a
     decode step, and the bytes of the cache object after the step (conv and SSM states,
     keys and values at 4 bytes). The counter's conventions are ``ScanChoices.torch()``
@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 DATA = json.loads((HERE.parent / "fixtures" / "hybrid_flops.json").read_text())
 ENTRIES = DATA["entries"]
 FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2", "jamba",
-            "mamba", "qwen3_next", "olmo_hybrid")
+            "mamba", "qwen3_next", "olmo_hybrid", "falcon_mamba", "lfm2_moe", "minimax")
 
 
 def _model(config: dict):
@@ -76,7 +76,7 @@ def _flops(model, e: dict) -> int:
 
 def test_fixture_covers_every_family():
     assert sorted({e["model"] for e in ENTRIES}) == sorted(FAMILIES)
-    assert len(ENTRIES) == 40  # 10 families x (2 prefill + 2 decode shapes)
+    assert len(ENTRIES) == 4 * len(FAMILIES)  # each: 2 prefill + 2 decode shapes
 
 
 @pytest.mark.parametrize("e", ENTRIES, ids=[e["id"] for e in ENTRIES])
