@@ -15,13 +15,18 @@ prefill ``p`` per request, ``O`` output tokens per request on average):
 
 - colocated (prefills run on the replica between decode steps): a user gets a token
   every ``u = t + B p / O``; tokens/s per user ``1/u``, per chip ``B / (u n)``;
-- disaggregated (prefills on replicas of their own, same layout): ``u = t``; tokens/s per
-  chip ``(B/t) / (n (1 + (B/t) p / O))``, the prefill replicas' share counted.
+- disaggregated (prefills on replicas of their own, ``n'`` chips each, ``p`` the
+  prefill there): ``u = t``; tokens/s per chip ``(B/t) / (n + (B/t) p n' / O)``, the
+  prefill replicas' share counted.
 
 Chips for the load: ``ceil(users / B)`` decode replicas (each then holds
 ``ceil(users / replicas)`` sequences, the batch its figures are taken at) (requests/s: the replicas whose
-output rate covers ``rate x O``), plus ``ceil(rate x p)`` prefill replicas when
-disaggregated (users' requests arrive at ``users / (O u)`` per second).
+output rate covers ``rate x O``), plus ``ceil(rate x p)`` prefill replicas of ``n'``
+chips when disaggregated (users' requests arrive at ``users / (O u)`` per second).
+
+With ``m > 1`` micro-batches the step is taken at ``m ceil(B/m)`` sequences (the largest
+micro-batch sets each stage's time); with chunked prefill the TTFT is
+``ttft + k t(B)`` (``k`` decode steps carry the prompt's chunks).
 """
 
 from __future__ import annotations
@@ -77,6 +82,9 @@ class Block:
     requests_per_s: float | None
     available: int              # chips on offer
     price_per_hour: float | None
+    microbatches: int = 1       # a step's micro-batches (the step at m ceil(B/m))
+    ttft_steps: int = 0         # chunked: TTFT = ttft_s + ttft_steps t(B)
+    prefill_devices: int = 0    # disaggregated: chips of a prefill replica (0: devices)
 
     @property
     def points(self) -> int:
@@ -105,13 +113,14 @@ def figures(blk: Block, batch: np.ndarray, context: np.ndarray,
     docstring's formulas); shared by the compiled path and the hand-written check.
     A ratio over 1 misses its objective; the TTFT's is one number for the block."""
     n, p, o = float(blk.devices), blk.prefill_s, blk.mean_output
+    npre = float(blk.prefill_devices or blk.devices)
     user = step + batch * (p / o) if blk.colocated else step
     per_user = 1.0 / user
     if blk.colocated:
         per_chip = batch / (user * n)
     else:
         rate = batch / step
-        per_chip = rate / (n * (1.0 + rate * (p / o)))
+        per_chip = rate / (n + rate * (p * npre / o))
     if blk.users is not None:
         exact = blk.users / batch * n
         chips = np.ceil(blk.users / batch) * n
@@ -123,11 +132,12 @@ def figures(blk: Block, batch: np.ndarray, context: np.ndarray,
         exact = blk.requests_per_s * o / replica * n
         chips = np.ceil((blk.requests_per_s * o * (1 - _TOL)) / replica) * n
     if not blk.colocated:
-        exact = exact + arrivals * p * n
-        chips = chips + np.ceil(arrivals * p * (1 - _TOL)) * n
+        exact = exact + arrivals * p * npre
+        chips = chips + np.ceil(arrivals * p * (1 - _TOL)) * npre
     ttft, itl, tpu = blk.objectives
+    first = blk.ttft_s + blk.ttft_steps * step if blk.ttft_steps else blk.ttft_s
     ratios: dict[str, Any] = {
-        "ttft": 0.0 if ttft is None else blk.ttft_s / ttft,
+        "ttft": 0.0 if ttft is None else first * (1 / ttft),
         "itl": 0.0 if itl is None else step * (1 / itl),
         "tokens_per_user": 0.0 if tpu is None else user * tpu,
         "memory": batch * context * (1 / blk.tokens_limit) if blk.tokens_limit > 0
@@ -201,8 +211,10 @@ def evaluate_block(blk: Block, fn: Any = None) -> BlockResult:
     context = np.asarray(blk.contexts, dtype=np.float64)[None, :]
     if fn is None:
         fn = function((blk.step,), (B, S))
+    whole = batch if blk.microbatches == 1 else \
+        np.ceil(batch / blk.microbatches) * blk.microbatches
     with np.errstate(all="ignore"):
-        (step,) = fn(batch, context)
+        (step,) = fn(whole, context)
     step = np.broadcast_to(np.asarray(step, dtype=np.float64),
                            (batch.shape[0], context.shape[1]))
     return reduce_block(blk, batch, context, step)
