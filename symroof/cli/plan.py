@@ -18,7 +18,7 @@ from symroof.errors import SymroofError
 from symroof.files import write_text
 from symroof.plan import Draft, Plan, plan
 from symroof.plan.core import plan_from_files
-from symroof.plan.inputs import (DecodeContext, Mode, Service, numerics_name,
+from symroof.plan.inputs import (ChunkTTFT, DecodeContext, Mode, Service, numerics_name,
                                  parse_numerics)
 from symroof.plan.search import EXECUTORS
 from symroof.plan.text import document, lines
@@ -59,6 +59,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     pp = ",".join(map(str, _PLAN["pp"]))
     p.add_argument("--pp", default=pp, metavar="P[,P...]",
                    help=f"pipeline stages to try (default {pp})")
+    p.add_argument("--microbatches", default=None, metavar="M[,M...]",
+                   help="micro-batches a decode step runs through the pp stages, tried with "
+                   "pp > 1 (default: 1 and pp; bubble (pp-1)/(m+pp-1))")
     p.add_argument("--expert-reads", dest="expert_reads",
                    default=",".join(map(str, _PLAN["expert_reads"])), metavar="R[,R...]",
                    help="MoE: how a step reads expert weights (all, routed, expected; default "
@@ -75,6 +78,17 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="prefill on the decode chips between steps (colocated, default), on "
                    "chips of its own (disaggregated), or in chunks inside every decode step "
                    "(chunked)")
+    p.add_argument("--chunk-tokens", dest="chunk_tokens", default=str(_SERVICE.chunk_tokens),
+                   metavar="C", help=f"chunked: prompt tokens a decode step carries at most "
+                   f"(default {_SERVICE.chunk_tokens})")
+    p.add_argument("--chunk-ttft", dest="chunk_ttft", default=_SERVICE.chunk_ttft.value,
+                   choices=[c.value for c in ChunkTTFT],
+                   help="chunked: TTFT as ceil(P/C) decode steps (steps, default) or the "
+                   "prompt's own prefill (prefill, a lower bound)")
+    p.add_argument("--kv-link-bandwidth", dest="kv_link_bandwidth", default=None,
+                   metavar="GB/S", help="disaggregated: bandwidth (GB/s) of the link the "
+                   "prompt's KV cache crosses to a decode replica (default: the chip's "
+                   "fastest interconnect, one direction)")
     p.add_argument("--decode-context", dest="decode_context",
                    default=_SERVICE.decode_context.value,
                    choices=[d.value for d in DecodeContext],
@@ -153,6 +167,14 @@ def _workload(items: Sequence[str]) -> list[tuple[object, ...]]:
     return out
 
 
+def _link(text: str | None) -> float | None:
+    """``--kv-link-bandwidth`` GB/s as bytes/s."""
+    v = _number(text, "--kv-link-bandwidth")
+    if v is not None and not v > 0:
+        raise SymroofError(f"--kv-link-bandwidth {text}: expected a positive number of GB/s")
+    return None if v is None else v * 1e9
+
+
 def _plan(args: argparse.Namespace) -> Plan:
     from symroof.hardware import resolve  # chips by name or file, resolved once here
 
@@ -177,6 +199,8 @@ def _plan(args: argparse.Namespace) -> Plan:
                 precisions=[parse_numerics(t, "--precision") for t in args.precision or _PLAN["precisions"]],
                 tp=None if args.tp is None else _integers(args.tp, "--tp"),
                 pp=_integers(args.pp, "--pp"),
+                microbatches=None if args.microbatches is None else
+                _integers(args.microbatches, "--microbatches"),
                 expert_reads=[e.strip() for e in args.expert_reads.split(",")],
                 draft=draft,
                 service={"mode": args.mode, "decode_context": args.decode_context,
@@ -184,7 +208,10 @@ def _plan(args: argparse.Namespace) -> Plan:
                                                        "--compute-efficiency"),
                          "bandwidth_efficiency": _number(args.bandwidth_efficiency,
                                                          "--bandwidth-efficiency"),
-                         "reserve": _number(args.reserve, "--reserve")},
+                         "reserve": _number(args.reserve, "--reserve"),
+                         "chunk_tokens": _integer(args.chunk_tokens, "--chunk-tokens"),
+                         "chunk_ttft": args.chunk_ttft,
+                         "kv_link_bandwidth": _link(args.kv_link_bandwidth)},
                 max_batch=_integer(args.max_batch, "--max-batch"), executor=args.executor,
                 workers=None if args.workers is None else _integer(args.workers, "--workers"),
                 scheduler=args.scheduler)

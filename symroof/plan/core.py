@@ -54,10 +54,12 @@ class Config:
     memory_bytes: float        # weights + KV cache per device at this batch
     usable_bytes: float
     cost_per_million: float | None
+    prefill_chips: int = 0     # disaggregated: the prefill replicas' chips (in ``chips``)
 
     @property
     def replicas(self) -> float:
-        return self.chips / self.layout.devices
+        """Decode replicas."""
+        return (self.chips - self.prefill_chips) / self.layout.devices
 
 
 @dataclass(frozen=True)
@@ -184,13 +186,14 @@ def _block(i: int, f: Formulas, offer: Offer, traffic: Traffic, objectives: Obje
 
 
 def _config(row: Sequence[float], f: Formulas, offer: Offer) -> Config:
-    batch, context, step, per_user, per_chip, chips = row
+    batch, context, step, per_user, per_chip, chips, prefill_chips = row
     mem = f.memory
     used = mem.weights + int(batch) * mem.per_token * int(context)
     cost = None if offer.price_per_hour is None else \
         offer.price_per_hour / (per_chip * 3600) * 1e6
     return Config(f.layout, int(batch), int(context), step, per_user, per_chip, int(chips),
-                  float(f.ttft) + f.ttft_steps * step, float(used), float(mem.usable), cost)
+                  float(f.ttft) + f.ttft_steps * step, float(used), float(mem.usable), cost,
+                  int(prefill_chips))
 
 
 def _rank(c: Config) -> tuple[float, ...]:

@@ -58,7 +58,8 @@ OBJECTIVES = ("ttft", "itl", "tokens_per_user", "memory", "chips")
 _TOL = 1e-12
 
 #: A row of a block's points: the columns of :attr:`BlockResult.front` and friends.
-COLUMNS = ("batch", "context", "step_s", "tokens_per_user", "tokens_per_chip", "chips")
+COLUMNS = ("batch", "context", "step_s", "tokens_per_user", "tokens_per_chip", "chips",
+           "prefill_chips")
 
 
 @dataclass(frozen=True)
@@ -131,9 +132,11 @@ def figures(blk: Block, batch: np.ndarray, context: np.ndarray,
         replica = (batch / user) if blk.colocated else (batch / step)
         exact = blk.requests_per_s * o / replica * n
         chips = np.ceil((blk.requests_per_s * o * (1 - _TOL)) / replica) * n
+    prefill_chips: Any = 0.0
     if not blk.colocated:
         exact = exact + arrivals * p * npre
-        chips = chips + np.ceil(arrivals * p * (1 - _TOL)) * npre
+        prefill_chips = np.ceil(arrivals * p * (1 - _TOL)) * npre
+        chips = chips + prefill_chips
     ttft, itl, tpu = blk.objectives
     first = blk.ttft_s + blk.ttft_steps * step if blk.ttft_steps else blk.ttft_s
     ratios: dict[str, Any] = {
@@ -148,7 +151,7 @@ def figures(blk: Block, batch: np.ndarray, context: np.ndarray,
                           np.maximum(exact * (1 / blk.available), 1 + 1e-9)),
     }
     return {"step_s": step, "tokens_per_user": per_user, "tokens_per_chip": per_chip,
-            "chips": chips, **{f"ratio_{k}": v for k, v in ratios.items()}}
+            "chips": chips, "prefill_chips": prefill_chips, **{f"ratio_{k}": v for k, v in ratios.items()}}
 
 
 def pareto(rows: np.ndarray) -> np.ndarray:
@@ -187,7 +190,7 @@ def reduce_block(blk: Block, batch: np.ndarray, context: np.ndarray,
     def cols(sel: Any) -> np.ndarray:
         return np.stack([np.broadcast_to(x, shape).ravel()[sel] for x in
                          (batch, context, step, f["tokens_per_user"], f["tokens_per_chip"],
-                          f["chips"])], axis=-1)
+                          f["chips"], f["prefill_chips"])], axis=-1)
 
     good = cols(np.flatnonzero(ok))
     best = None
