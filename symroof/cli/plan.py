@@ -17,6 +17,7 @@ from symroof.cli.common import number_arg
 from symroof.errors import SymroofError
 from symroof.files import write_text
 from symroof.plan import Draft, Plan, plan
+from symroof.plan.core import Config
 from symroof.plan.core import plan_from_files
 from symroof.plan.inputs import (ChunkTTFT, DecodeContext, Mode, Service, numerics_name,
                                  parse_numerics)
@@ -25,7 +26,13 @@ from symroof.plan.text import document, lines
 from symroof.present.charts import CurveChart, curve_pgfplots, curve_svg
 from symroof.present.commands import dumps
 
-__all__ = ["COMMANDS", "chart"]
+__all__ = ["COMMANDS", "chart", "TEX_WIDTH_CM"]
+
+#: The pgfplots chart's axis width. The layout measures a label at 11 px of its 548-px
+#: frame and pgfplots sets it in \scriptsize (8 pt): at 548 px x 8/11 pt = 14.0 cm a
+#: label takes the room the layout gave it (at 10 cm the best's label ran under the
+#: legend; a report scales the picture to its text width).
+TEX_WIDTH_CM = 14.0
 
 #: The library's defaults, which the flags' defaults are (one definition each).
 _PLAN = {k: v.default for k, v in inspect.signature(plan).parameters.items()}
@@ -217,6 +224,11 @@ def _plan(args: argparse.Namespace) -> Plan:
                 scheduler=args.scheduler)
 
 
+def _split(c: Config) -> str:
+    lay = c.layout
+    return f"tp{lay.tp} pp{lay.pp}" + (f" mb{lay.microbatches}" if lay.microbatches > 1 else "")
+
+
 def chart(p: Plan) -> CurveChart:
     """The Pareto front of each chip, one curve per chip (tokens/s per user against tokens/s per
     chip; log axes where the values span a decade), the best of each chip marked."""
@@ -229,15 +241,16 @@ def chart(p: Plan) -> CurveChart:
             for c in cs:  # a short front's points, each named; a long one's as dots
                 if c in p.best_per_chip:
                     continue
-                name = f"tp{c.layout.tp} pp{c.layout.pp} {numerics_name(c.layout.numerics)} " \
-                    f"B={c.batch}" if len(cs) <= 6 else ""
+                name = f"{_split(c)} {numerics_name(c.layout.numerics)} B={c.batch}" \
+                    if len(cs) <= 6 else ""
                 if len(cs) <= 40:
                     marks.append((name, c.tokens_per_user, c.tokens_per_chip))
         elif cs[0] not in p.best_per_chip:
             marks.append((f"{chip} B={cs[0].batch}", cs[0].tokens_per_user,
                           cs[0].tokens_per_chip))
+    one_chip = len(p.front_per_chip) == 1  # the legend names the chip: labels need not
     for c in p.best_per_chip:
-        marks.append((f"best {c.layout.chip} tp{c.layout.tp} pp{c.layout.pp} "
+        marks.append((f"best {'' if one_chip else c.layout.chip + ' '}{_split(c)} "
                       f"{numerics_name(c.layout.numerics)} B={c.batch}",
                       c.tokens_per_user, c.tokens_per_chip))
     if not series:  # a chart needs a curve: the marks joined, or a flat stub
@@ -264,7 +277,8 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             raise SymroofError(f"--chart {path}: no configuration meets the objectives, so "
                                "there is no front to draw")
         c = chart(p)
-        write_text(path, curve_svg(c) if path.endswith(".svg") else curve_pgfplots(c))
+        write_text(path, curve_svg(c) if path.endswith(".svg") else
+                   curve_pgfplots(c, width_cm=TEX_WIDTH_CM))
     if args.json:
         out(dumps(document(p)))
         return 0
