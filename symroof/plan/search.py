@@ -268,6 +268,30 @@ def _evaluate_with(blk: Block, fn: Any) -> BlockResult:
     return evaluate_block(blk, fn)
 
 
+def _evaluate_group(blocks: Sequence[tuple[int, Block]], *fns: Any) -> list[BlockResult]:
+    """A Dask task: several keyed blocks and the compiled functions by key (each
+    scattered once to the cluster; a worker fetches it once)."""
+    return [evaluate_block(blk, fns[k]) for k, blk in blocks]
+
+
+def _groups(items: Sequence[tuple[int, Block]], task_points: int,
+            workers: int) -> list[list[tuple[int, Block]]]:
+    """Consecutive blocks grouped into tasks of about ``task_points`` points (a task
+    costs the scheduler about a millisecond however small it is), but never fewer tasks
+    than ``workers`` where there are that many blocks."""
+    total = sum(b.points for _, b in items)
+    size = max(1, min(task_points, math.ceil(total / max(1, workers))))
+    out: list[list[tuple[int, Block]]] = [[]]
+    held = 0
+    for item in items:
+        if held >= size:
+            out.append([])
+            held = 0
+        out[-1].append(item)
+        held += item[1].points
+    return out
+
+
 def _stripped(blocks: Sequence[Block]) -> tuple[dict[int, sp.Expr], list[tuple[int, Block]]]:
     """The blocks' formulas once each, and the blocks without them (keyed)."""
     keys: dict[sp.Expr, int] = {}
@@ -279,10 +303,12 @@ def _stripped(blocks: Sequence[Block]) -> tuple[dict[int, sp.Expr], list[tuple[i
 
 
 def run_blocks(blocks: Sequence[Block], *, executor: str = "serial", workers: int | None = None,
-               scheduler: str | None = None, timeout: float = 10.0) -> list[BlockResult]:
+               scheduler: str | None = None, timeout: float = 10.0,
+               task_points: int = 1 << 21) -> list[BlockResult]:
     """Every block's reductions, in order, on ``executor`` (:data:`EXECUTORS`; a
     ``scheduler`` address means Dask). Worker processes get each step formula once (then
-    the blocks without it); Dask workers get its compiled function with each block."""
+    the blocks without it); the Dask cluster gets each compiled function once (scattered)
+    and the blocks in tasks of about ``task_points`` points (at least one per worker)."""
     if scheduler is not None:
         executor = "dask"
     if executor not in EXECUTORS:
@@ -302,14 +328,17 @@ def run_blocks(blocks: Sequence[Block], *, executor: str = "serial", workers: in
     if scheduler is None:
         raise SymroofError("executor dask: give the scheduler's address (--scheduler)")
     client = _client(scheduler, timeout)
-    try:  # the compiled functions travel by value with each task (cloudpickle, a few kB;
-        # a SymPy formula takes tens of ms to unpickle, and broadcasting costs more still)
+    try:  # each compiled function is scattered once (cloudpickle, a few kB; a SymPy formula
+        # takes tens of ms to unpickle) and fetched once by a worker that needs it; blocks
+        # travel without their formulas, grouped into tasks of about task_points points
         table, items = _stripped(blocks)
-        compiled = {k: function((e,), (B, S)) for k, e in table.items()}
-        futures = client.map(_evaluate_with, [b for _, b in items],
-                             [compiled[k] for k, _ in items], pure=False)
+        fns = client.scatter([function((table[k],), (B, S)) for k in range(len(table))],
+                             hash=False)
+        n = len(client.scheduler_info().get("workers", {})) or 1
+        groups = _groups(items, task_points, n)
+        futures = [client.submit(_evaluate_group, g, *fns, pure=False) for g in groups]
         try:
-            return list(client.gather(futures))
+            return [r for part in client.gather(futures) for r in part]
         except Exception as err:  # a failure on the cluster: one line, not its traceback
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
             raise SymroofError(f"scheduler {scheduler}: the cluster could not run the plan's "
