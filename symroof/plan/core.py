@@ -232,7 +232,8 @@ def binding(f: Formulas, objectives: Objectives, load: Load, service: Service,
     b_mem = f.memory.batch(f.context)
     b_chips = None
     if load.users is not None:
-        per_replica = offer.count // f.layout.devices
+        spare = offer.count - (f.prefill_layout.devices if f.prefill_layout else 0)
+        per_replica = spare // f.layout.devices  # disaggregated: one prefill replica kept
         b_chips = math.ceil(load.users / per_replica) if per_replica else None
     b_load = None if load.users is None else int(load.users)
     limits = {"ITL": b_itl, "tokens/s per user": b_user, "memory": b_mem, "load": b_load,

@@ -110,8 +110,11 @@ def _binding(b: Binding, c: Config, p: Plan) -> Iterator[str]:
         yield f"  by the load: B <= {b.batch_load} (a replica holds at most the {b.batch_load} users)"
     if b.batch_chips is not None and p.load.users is not None:
         count = next(o.count for o in p.offers if o.chip.name == c.layout.chip)
+        pre = f.prefill_layout
+        spare = count - (pre.devices if pre else 0)
         yield f"  by the chips on offer: {p.load.users:g} users on at most " \
-              f"{count // c.layout.devices} replicas need B >= {b.batch_chips}"
+              f"{spare // c.layout.devices} replicas" + \
+              (f" (beside one prefill replica)" if pre else "") + f" need B >= {b.batch_chips}"
     if b.ttft is not None and b.batch_ttft is not None and p.objectives.ttft_s is not None:
         k = f.ttft_steps
         at = b.ttft.at(TAU, sp.Rational(str(p.objectives.ttft_s)) / k)
