@@ -17,7 +17,7 @@ from symroof.evaluate import roofline
 from symroof.hardware import resolve
 from symroof.models import get
 from symroof.plan import Draft, Layout, Offer, Service, Traffic, plan
-from symroof.plan.layouts import bubble, formulas, prefill_layout
+from symroof.plan.layouts import bubble, formulas, layouts, prefill_layout
 from symroof.precision import Numerics
 from symroof.symbols import B, S
 from symroof.workloads import decode, prefill
@@ -145,8 +145,9 @@ def test_disaggregated_prefill_split_is_the_exhaustive_choice_and_ttft_has_the_t
     traffic = Traffic.of([(4000, 300), (1000, 300)])
     lay = Layout("a100-80gb", 2, 1, BF16)
     offer = Offer(A100, 8)
+    cache: dict = {}
     got = prefill_layout(get("llama-3-8b"), lay, offer, traffic, Service(mode="disaggregated"),
-                         pp=(1, 2), ttft_s=0.3)
+                         pp=(1, 2), ttft_s=0.15, cache=cache)
     # by hand: KV per token 2 (K, V) x 32 layers x 8 heads x 128 x 2 bytes = 131072 B, over
     # NVLink one direction, 300 GB/s
     transfer = 4000 * 131072 / 300e9
@@ -160,10 +161,14 @@ def test_disaggregated_prefill_split_is_the_exhaustive_choice_and_ttft_has_the_t
             times = [_time(roofline(prefill(M8, 1, n, logits="last", tp=t, pp=p), A100,
                                     footprint=False)) * p for n in (4000, 1000)]
             ttft = times[0] + transfer
-            rows.append((ttft > 0.3, t * p * sum(times) / 2, ttft, t, p))
+            rows.append((ttft > 0.15, t * p * sum(times) / 2, ttft, t, p))
     meeting = [r for r in rows if not r[0]]
     want = min(meeting, key=lambda r: (r[1], r[2]))
-    assert (got.tp, got.pp) == want[3:] and got.candidates == len(rows)
+    assert (got.tp, got.pp) == want[3:] == (2, 1) and got.candidates == len(rows)
+    # an objective no split meets: the least TTFT
+    fast = prefill_layout(get("llama-3-8b"), lay, offer, traffic,
+                          Service(mode="disaggregated"), pp=(1, 2), ttft_s=0.01, cache=cache)
+    assert (fast.tp, fast.pp) == min(rows, key=lambda r: r[2])[3:]
     f = formulas(get("llama-3-8b"), lay, offer, traffic, Service(mode="disaggregated"),
                  prefill_on=got)
     assert math.isclose(float(f.ttft), want[2], rel_tol=1e-9)
@@ -172,7 +177,7 @@ def test_disaggregated_prefill_split_is_the_exhaustive_choice_and_ttft_has_the_t
 def test_disaggregated_plan_counts_the_prefill_replicas_chips():
     p = plan("llama-3-8b", {"a100-80gb": 8}, workload=[(2000, 400)],
              objectives={"itl_s": 0.04, "ttft_s": 0.5}, load={"requests_per_s": 6},
-             tp=(1, 2), pp=(1,), service={"mode": "disaggregated"})
+             tp=(1,), pp=(1,), service={"mode": "disaggregated"})
     c = p.best
     assert c is not None and c.prefill_chips > 0
     f = next(x for x in p.formulas if x.layout == c.layout)
@@ -223,8 +228,8 @@ def test_speculative_with_pipeline_stages_is_the_round_over_its_tokens():
     tokens = (1 - 0.6 ** 4) / (1 - 0.6)
     assert math.isclose(float(f.step.xreplace({B: 16})), (3 * t_draft + t_verify) / tokens,
                         rel_tol=1e-9)
-    # and the plan tries it on and off with pp = 2
-    p = plan("llama-3-8b", {"a100-80gb": 2}, workload=[(600, 200)],
-             objectives={"itl_s": 0.05}, load={"users": 8}, tp=(1,), pp=(2,),
-             microbatches=(1,), draft=draft)
-    assert {lay.speculative for lay in p.layouts} == {False, True}
+    # and the space tries it on and off with pp = 2 (one micro-batch only)
+    kept, _ = layouts(get("llama-3-8b"), [Offer(A100, 2)], [BF16], tp=(1,), pp=(2,),
+                      draft=draft)
+    assert sorted((lay.microbatches, lay.speculative) for lay in kept) == \
+        [(1, False), (1, True), (2, False)]
