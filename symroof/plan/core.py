@@ -296,6 +296,11 @@ def plan(model: str | TransformerModel, chips: Mapping[Any, object] | Sequence[O
         kept = [lay for lay in kept if pre[lay] is not None]
     fs = tuple(formulas(m, lay, by_chip[lay.chip], traffic, svc, draft, pre.get(lay))
                for lay in kept)
+    if svc.mode == Mode.CHUNKED and fs and fs[0].chunk_batch == 0:  # one budget for all
+        raise SymroofError(f"service chunk_tokens {svc.chunk_tokens}: the chunk budget holds "
+                           f"no sequence (B <= C O/P = {svc.chunk_tokens} x "
+                           f"{traffic.mean_output:g}/{traffic.mean_prompt:g} < 1); expected "
+                           "a larger chunk")
     blocks = [b for i, f in enumerate(fs)
               for b in split(_block(i, f, by_chip[f.layout.chip], traffic, obj, ld, svc,
                                     max_batch), block_points)]

@@ -65,6 +65,8 @@ def test_nothing_meets_says_what_binds(capsys):
      "--kv-link-bandwidth 0"),
     (("--users", "8", "--mode", "chunked", "--chunk-tokens", "0"), "--chunk-tokens 0"),
     (("--users", "8", "--microbatches", "0"), "--microbatches 0"),
+    (("--users", "8", "--mode", "chunked", "--chunk-tokens", "3"),
+     "service chunk_tokens 3: the chunk budget holds no sequence"),
 ])
 def test_impossible_input_is_one_line(capsys, extra, field):
     assert field in run_error(capsys, *BASE, *extra)
