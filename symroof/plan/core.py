@@ -80,7 +80,7 @@ class Binding:
     batch_load: int | None         # users: a replica never holds more sequences than users
     binds: str
     numeric_only: str | None = None   # why no closed form (then the scan decides)
-    ttft: BatchLimit | None = None    # chunked: ceil(P/C) t(B) <= TTFT objective
+    ttft: BatchLimit | None = None    # chunked: the chunks' steps <= TTFT objective
     batch_ttft: int | None = None
     batch_chunk: int | None = None    # chunked: B <= C O / P (the chunk budget)
 
@@ -182,7 +182,7 @@ def _block(i: int, f: Formulas, offer: Offer, traffic: Traffic, objectives: Obje
                  float(f.memory.tokens),
                  float(f.ttft), (objectives.ttft_s, objectives.itl_s, objectives.tokens_per_user),
                  load.users, load.requests_per_s, offer.count, offer.price_per_hour,
-                 f.layout.microbatches, f.ttft_steps, 0 if pre is None else pre.devices)
+                 f.layout.microbatches, f.first_bs, 0 if pre is None else pre.devices)
 
 
 def _config(row: Sequence[float], f: Formulas, offer: Offer) -> Config:
@@ -191,8 +191,11 @@ def _config(row: Sequence[float], f: Formulas, offer: Offer) -> Config:
     used = mem.weights + int(batch) * mem.per_token * int(context)
     cost = None if offer.price_per_hour is None else \
         offer.price_per_hour / (per_chip * 3600) * 1e6
+    mb = f.layout.microbatches
+    ttft = float(f.ttft) if f.first is None else \
+        float(f.first.xreplace({B: mb * math.ceil(batch / mb)}))
     return Config(f.layout, int(batch), int(context), step, per_user, per_chip, int(chips),
-                  float(f.ttft) + f.ttft_steps * step, float(used), float(mem.usable), cost,
+                  ttft, float(used), float(mem.usable), cost,
                   int(prefill_chips))
 
 
@@ -217,10 +220,9 @@ def binding(f: Formulas, objectives: Objectives, load: Load, service: Service,
         if objectives.itl_s is not None:
             lim_itl = itl_limit(f.step, TAU)
             b_itl = whole(lim_itl.at(TAU, objectives.itl_s).batch)
-        if objectives.ttft_s is not None and f.ttft_steps:
-            lim_ttft = itl_limit(f.step, TAU)
-            b_ttft = whole(lim_ttft.at(TAU, sp.Rational(str(objectives.ttft_s)) /
-                                       f.ttft_steps).batch)
+        if objectives.ttft_s is not None and f.first is not None:
+            lim_ttft = itl_limit(f.first, TAU)
+            b_ttft = whole(lim_ttft.at(TAU, objectives.ttft_s).batch)
         if objectives.tokens_per_user is not None:
             user = f.step + B * f.prefill_s / sp.Rational(str(f.mean_output)) \
                 if service.mode == Mode.COLOCATED else f.step  # chunked: t(B) holds them

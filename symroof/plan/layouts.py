@@ -26,8 +26,10 @@ over one link to a decode replica after the prefill.
 Chunked prefill (``Service.chunk_tokens`` C, ``Service.chunk_ttft``): a decode step
 carries at most C prompt tokens, so the prompts' share ``B P/O`` tokens per step bounds
 the batch, ``B <= C O / P`` (means over the traffic); with ``chunk_ttft=steps`` (the
-default) the longest prompt's ``ceil(P/C)`` chunks ride as many decode steps, so
-``TTFT = ceil(P/C) t(B)``.
+default) the longest prompt ``P_max``'s chunks ride ``ceil(P_max/C)`` decode steps, each
+carrying its chunk: ``TTFT = floor(P_max/C) t_C(B) + t_r(B)``, ``t_x(B)`` a decode step
+carrying ``x`` prompt tokens (``x/P`` of a mean prompt's prefill in its roofline) and
+``r = P_max mod C`` (no term where it is 0).
 """
 
 from __future__ import annotations
@@ -140,7 +142,9 @@ class Formulas:
     mean_output: float           # output tokens per request, averaged over the traffic
     tokens_per_round: sp.Expr = sp.Integer(1)   # speculative: expected tokens per target pass
     chunked: bool = False        # the step carries its share of the prefills (Mode.CHUNKED)
-    ttft_steps: int = 0          # chunked: TTFT = ttft + ttft_steps t(B)
+    ttft_steps: int = 0          # chunked: decode steps the longest prompt's chunks ride
+    first: sp.Expr | None = None             # chunked: the TTFT in B (context substituted)
+    first_bs: sp.Expr | None = None          # the same in B and S
     chunk_batch: int | None = None           # chunked: B <= C O / P (the chunk budget)
     prefill_layout: PrefillLayout | None = None   # disaggregated: the prefill replicas'
 
@@ -334,26 +338,36 @@ def formulas(model: TransformerModel, lay: Layout, offer: Offer, traffic: Traffi
     if service.mode != Mode.CHUNKED:
         return Formulas(lay, context, step_bs.xreplace({S: context}), step_bs, ttft, mean, mem,
                         traffic.mean_output, tokens)
-    step_bs = _chunked_step(r, pr, pre_weights, traffic, service)
+    step_bs = _chunked_step(r, pr, pre_weights, traffic, service,
+                            B / sp.Rational(str(traffic.mean_output)))
     c = service.chunk_tokens
-    steps = 0
-    if service.chunk_ttft == ChunkTTFT.STEPS:
-        ttft, steps = sp.Integer(0), math.ceil(traffic.longest_prompt / c)
     budget = math.floor(c * traffic.mean_output / traffic.mean_prompt * (1 + 1e-12))
-    return Formulas(lay, context, step_bs.xreplace({S: context}), step_bs, ttft, mean, mem,
-                    traffic.mean_output, tokens, True, steps, budget)
+    if service.chunk_ttft != ChunkTTFT.STEPS:
+        return Formulas(lay, context, step_bs.xreplace({S: context}), step_bs, ttft, mean,
+                        mem, traffic.mean_output, tokens, True, chunk_batch=budget)
+    full, rest = divmod(traffic.longest_prompt, c)
+    mean_prompt = sp.Rational(str(traffic.mean_prompt))
+
+    def carrying(n: int) -> sp.Expr:  # a decode step with n of the prompt's tokens
+        return _chunked_step(r, pr, pre_weights, traffic, service, sp.Integer(n) / mean_prompt)
+
+    first_bs = full * carrying(c) + (carrying(rest) if rest else sp.Integer(0))
+    return Formulas(lay, context, step_bs.xreplace({S: context}), step_bs, sp.Integer(0), mean,
+                    mem, traffic.mean_output, tokens, True, full + (1 if rest else 0),
+                    first_bs.xreplace({S: context}), first_bs, budget)
 
 
 def _chunked_step(r: Roofline, pr: Roofline, pre_weights: sp.Expr, traffic: Traffic,
-                  service: Service) -> sp.Expr:
-    """A decode step that carries its share of the prefills: ``B/O`` requests' prompts
-    per step (each step yields B tokens; a request wants O; a micro-batch its share), as
-    one roofline, so the
-    prompts' FLOPs fill the memory-bound step and their weights are the step's own:
-    ``pp (max((F_d + (B/O) F_p)/(peak e_c), (Q_d + (B/O) (Q_p - W_p))/(bw e_b)) +
-    (link_d + (B/O) link_p)/e_b)``, prompt figures averaged over the traffic."""
+                  service: Service, prompts: sp.Expr) -> sp.Expr:
+    """A decode step that carries ``prompts`` prompts' worth of prefill (each micro-batch
+    its share), as one roofline, so the prompts' FLOPs fill the memory-bound step and
+    their weights are the step's own: ``(m + pp - 1) (max((F_d + n F_p)/(peak e_c),
+    (Q_d + n (Q_p - W_p))/(bw e_b)) + (link_d + n link_p)/e_b)`` with ``n`` the prompts
+    per micro-batch, prompt figures averaged over the traffic. The steady step carries
+    ``B/O`` prompts (each step yields B tokens; a request wants O); a step carrying a
+    chunk of ``x`` tokens of a prompt carries ``x/P`` (``P`` the mean prompt)."""
     ec, eb = _efficiencies(service)
-    share = B / (sp.Rational(str(traffic.mean_output)) * r.microbatches)  # per micro-batch
+    share = prompts / r.microbatches
     flops = r.flops + share * _traffic_mean(pr.flops, traffic)
     moved = r.bytes + share * _traffic_mean(pr.bytes - pre_weights, traffic)
     link = r.communication_time_s + share * _traffic_mean(pr.communication_time_s, traffic)

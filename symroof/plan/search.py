@@ -25,8 +25,8 @@ output rate covers ``rate x O``), plus ``ceil(rate x p)`` prefill replicas of ``
 chips when disaggregated (users' requests arrive at ``users / (O u)`` per second).
 
 With ``m > 1`` micro-batches the step is taken at ``m ceil(B/m)`` sequences (the largest
-micro-batch sets each stage's time); with chunked prefill the TTFT is
-``ttft + k t(B)`` (``k`` decode steps carry the prompt's chunks).
+micro-batch sets each stage's time); with chunked prefill the TTFT is a formula of its
+own in B (the decode steps that carry the prompt's chunks), compiled with the step.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from symroof.lambdified import function
 from symroof.symbols import B, S
 
 __all__ = ["Block", "BlockResult", "evaluate_block", "run_blocks", "EXECUTORS", "OBJECTIVES",
-           "pareto", "figures"]
+           "pareto", "figures", "exprs"]
 
 #: How blocks run: here, on threads or processes of this machine, or on Dask.
 EXECUTORS = ("serial", "threads", "processes", "dask")
@@ -84,7 +84,7 @@ class Block:
     available: int              # chips on offer
     price_per_hour: float | None
     microbatches: int = 1       # a step's micro-batches (the step at m ceil(B/m))
-    ttft_steps: int = 0         # chunked: TTFT = ttft_s + ttft_steps t(B)
+    first: sp.Expr | None = None   # chunked: the TTFT in B and S (else ttft_s)
     prefill_devices: int = 0    # disaggregated: chips of a prefill replica (0: devices)
 
     @property
@@ -109,10 +109,11 @@ class BlockResult:
 
 
 def figures(blk: Block, batch: np.ndarray, context: np.ndarray,
-            step: np.ndarray) -> dict[str, Any]:
+            step: np.ndarray, first: np.ndarray | None = None) -> dict[str, Any]:
     """Every serving figure and shortfall ratio from the step time (the module
     docstring's formulas); shared by the compiled path and the hand-written check.
-    A ratio over 1 misses its objective; the TTFT's is one number for the block."""
+    A ratio over 1 misses its objective; the TTFT's is one number for the block unless
+    ``first`` gives it per point (chunked prefill)."""
     n, p, o = float(blk.devices), blk.prefill_s, blk.mean_output
     npre = float(blk.prefill_devices or blk.devices)
     user = step + batch * (p / o) if blk.colocated else step
@@ -138,9 +139,8 @@ def figures(blk: Block, batch: np.ndarray, context: np.ndarray,
         prefill_chips = np.ceil(arrivals * p * (1 - _TOL)) * npre
         chips = chips + prefill_chips
     ttft, itl, tpu = blk.objectives
-    first = blk.ttft_s + blk.ttft_steps * step if blk.ttft_steps else blk.ttft_s
     ratios: dict[str, Any] = {
-        "ttft": 0.0 if ttft is None else first * (1 / ttft),
+        "ttft": 0.0 if ttft is None else (blk.ttft_s if first is None else first) * (1 / ttft),
         "itl": 0.0 if itl is None else step * (1 / itl),
         "tokens_per_user": 0.0 if tpu is None else user * tpu,
         "memory": batch * context * (1 / blk.tokens_limit) if blk.tokens_limit > 0
@@ -178,9 +178,10 @@ def _thin(rows: np.ndarray) -> np.ndarray:
 
 
 def reduce_block(blk: Block, batch: np.ndarray, context: np.ndarray,
-                 step: np.ndarray) -> BlockResult:
-    """The reductions of a block (see :class:`BlockResult`) from its step times."""
-    f = figures(blk, batch, context, step)
+                 step: np.ndarray, first: np.ndarray | None = None) -> BlockResult:
+    """The reductions of a block (see :class:`BlockResult`) from its step times (and its
+    TTFTs where they vary by point)."""
+    f = figures(blk, batch, context, step, first)
     shape = step.shape
     worst = np.zeros(shape)
     for k in OBJECTIVES:  # the largest ratio per point, without stacking them
@@ -213,14 +214,19 @@ def evaluate_block(blk: Block, fn: Any = None) -> BlockResult:
         batch = np.ceil(blk.users / np.ceil(blk.users / batch))
     context = np.asarray(blk.contexts, dtype=np.float64)[None, :]
     if fn is None:
-        fn = function((blk.step,), (B, S))
+        fn = function(exprs(blk), (B, S))
     whole = batch if blk.microbatches == 1 else \
         np.ceil(batch / blk.microbatches) * blk.microbatches
     with np.errstate(all="ignore"):
-        (step,) = fn(whole, context)
-    step = np.broadcast_to(np.asarray(step, dtype=np.float64),
-                           (batch.shape[0], context.shape[1]))
-    return reduce_block(blk, batch, context, step)
+        out = fn(whole, context)
+    shape = (batch.shape[0], context.shape[1])
+    step, *rest = (np.broadcast_to(np.asarray(x, dtype=np.float64), shape) for x in out)
+    return reduce_block(blk, batch, context, step, rest[0] if rest else None)
+
+
+def exprs(blk: Block) -> tuple[sp.Expr, ...]:
+    """The formulas a block evaluates: its step time, and its TTFT where it has one."""
+    return (blk.step,) if blk.first is None else (blk.step, blk.first)
 
 
 def split(blk: Block, points: int) -> list[Block]:
@@ -249,18 +255,19 @@ def _client(scheduler: str, timeout: float) -> Any:
                            ) from None
 
 
-#: Step formulas of the blocks a worker process runs, by key (set once per process:
-#: unpickling a SymPy formula costs tens of milliseconds, so it travels once, not per block).
-_FORMULAS: dict[int, sp.Expr] = {}
+#: Formulas of the blocks a worker process runs, by key (set once per process: unpickling
+#: a SymPy formula costs tens of milliseconds, so it travels once, not per block).
+_FORMULAS: dict[int, tuple[sp.Expr, ...]] = {}
 
 
-def _install(table: dict[int, sp.Expr]) -> None:
+def _install(table: dict[int, tuple[sp.Expr, ...]]) -> None:
     _FORMULAS.update(table)
 
 
 def _evaluate_keyed(item: tuple[int, Block]) -> BlockResult:
     key, blk = item
-    return evaluate_block(replace(blk, step=_FORMULAS[key]))
+    step, *first = _FORMULAS[key]
+    return evaluate_block(replace(blk, step=step, first=first[0] if first else None))
 
 
 def _evaluate_with(blk: Block, fn: Any) -> BlockResult:
@@ -292,13 +299,14 @@ def _groups(items: Sequence[tuple[int, Block]], task_points: int,
     return out
 
 
-def _stripped(blocks: Sequence[Block]) -> tuple[dict[int, sp.Expr], list[tuple[int, Block]]]:
+def _stripped(blocks: Sequence[Block]
+              ) -> tuple[dict[int, tuple[sp.Expr, ...]], list[tuple[int, Block]]]:
     """The blocks' formulas once each, and the blocks without them (keyed)."""
-    keys: dict[sp.Expr, int] = {}
+    keys: dict[tuple[sp.Expr, ...], int] = {}
     items = []
     for b in blocks:
-        k = keys.setdefault(b.step, len(keys))
-        items.append((k, replace(b, step=sp.Integer(0))))
+        k = keys.setdefault(exprs(b), len(keys))
+        items.append((k, replace(b, step=sp.Integer(0), first=None)))
     return {k: e for e, k in keys.items()}, items
 
 
@@ -332,7 +340,7 @@ def run_blocks(blocks: Sequence[Block], *, executor: str = "serial", workers: in
         # takes tens of ms to unpickle) and fetched once by a worker that needs it; blocks
         # travel without their formulas, grouped into tasks of about task_points points
         table, items = _stripped(blocks)
-        fns = client.scatter([function((table[k],), (B, S)) for k in range(len(table))],
+        fns = client.scatter([function(table[k], (B, S)) for k in range(len(table))],
                              hash=False)
         n = len(client.scheduler_info().get("workers", {})) or 1
         groups = _groups(items, task_points, n)

@@ -116,11 +116,11 @@ def _binding(b: Binding, c: Config, p: Plan) -> Iterator[str]:
               f"{spare // c.layout.devices} replicas" + \
               (f" (beside one prefill replica)" if pre else "") + f" need B >= {b.batch_chips}"
     if b.ttft is not None and b.batch_ttft is not None and p.objectives.ttft_s is not None:
-        k = f.ttft_steps
-        at = b.ttft.at(TAU, sp.Rational(str(p.objectives.ttft_s)) / k)
-        yield f"  batch limited by TTFT <= {_ms(p.objectives.ttft_s)} ({k} t(B) <= TTFT, " \
-              f"T = TTFT/{k}): B <= {formula(b.ttft.formula)}"
-        yield f"    = {float(at.formula):.6g}, so B <= {b.batch_ttft}"
+        at = b.ttft.at(TAU, p.objectives.ttft_s)
+        yield f"  batch limited by TTFT <= {_ms(p.objectives.ttft_s)} (the chunks' steps <= " \
+              f"T): B <= {formula(b.ttft.formula)}"
+        yield f"    = {float(at.formula):.6g} at T = {p.objectives.ttft_s:g} s, so B <= " \
+              f"{b.batch_ttft}"
     if b.batch_chunk is not None:
         yield f"  by the chunk budget: B*P/O <= C, B <= {p.service.chunk_tokens}*" \
               f"{p.traffic.mean_output:g}/{p.traffic.mean_prompt:g}, so B <= {b.batch_chunk}"
@@ -145,9 +145,13 @@ def _ttft_lines(f: Formulas, p: Plan) -> Iterator[str]:
         yield f"    = {float(pre.prefill.xreplace({S: longest})) * 1e3:.4g} ms + " \
               f"{float(pre.transfer.xreplace({S: longest})) * 1e3:.4g} ms = {_ms(float(f.ttft))} " \
               f"at P = {longest}"
-    elif f.ttft_steps:
-        yield f"  TTFT = ceil(P/C) t(B) = ceil({longest}/{p.service.chunk_tokens}) t(B) = " \
-              f"{f.ttft_steps} t(B)"
+    elif f.first is not None:
+        c = p.service.chunk_tokens
+        full, rest = divmod(longest, c)
+        parts = [f"{full} t_{c}(B)"] + ([f"t_{rest}(B)"] if rest else [])
+        yield f"  TTFT = floor(P/C) t_C(B) + t_(P mod C)(B) = {' + '.join(parts)} (P = " \
+              f"{longest}, C = {c}; t_x: a decode step carrying x prompt tokens) = " \
+              f"{formula(f.first)} s"
 
 
 def lines(p: Plan, *, front_rows: int = 12) -> Iterator[str]:

@@ -95,5 +95,5 @@ def test_chunked_prints_its_ttft_steps_and_budget(capsys):
                  "--chunk-tokens", "1024"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "TTFT = ceil(P/C) t(B) = ceil(2000/1024) t(B) = 2 t(B)" in out
+    assert "TTFT = floor(P/C) t_C(B) + t_(P mod C)(B) = 1 t_1024(B) + t_976(B)" in out
     assert "by the chunk budget: B*P/O <= C, B <= 1024*500/2000, so B <= 256" in out

@@ -84,18 +84,21 @@ def test_microbatches_are_searched_and_the_step_taken_at_whole_micro_batches():
 # -- chunked prefill: TTFT against a step-by-step simulation --------------------------
 
 
-def _simulate_ttft(prompt: int, chunk: int, step_at: float) -> tuple[int, float]:
+def _simulate_ttft(prompt: int, chunk: int, step_with) -> tuple[int, float]:
     """Steps and seconds until a prompt's last chunk is done: each decode step carries up
-    to ``chunk`` of its tokens and lasts ``step_at`` seconds."""
+    to ``chunk`` of its tokens and lasts ``step_with(tokens it carries)`` seconds."""
     left, steps, clock = prompt, 0, 0.0
     while left > 0:
-        left -= min(chunk, left)
+        take = min(chunk, left)
+        left -= take
         steps += 1
-        clock += step_at
+        clock += step_with(take)
     return steps, clock
 
 
 def test_chunked_ttft_is_the_simulated_steps_and_the_budget_bounds_the_batch():
+    from symroof.ir import Kind
+
     workload = [(1500, 300), (2100, 100)]
     svc = {"mode": "chunked", "chunk_tokens": 256}
     p = plan("llama-3-8b", {"a100-80gb": 4}, workload=workload,
@@ -103,30 +106,34 @@ def test_chunked_ttft_is_the_simulated_steps_and_the_budget_bounds_the_batch():
              pp=(1,), service=svc)
     assert p.best is not None
     f = next(x for x in p.formulas if x.layout == p.best.layout)
-    # the step time at the plan's batch from its compiled path, the steps simulated
-    steps, ttft = _simulate_ttft(2100, 256, p.best.step_s)
-    assert f.ttft_steps == steps == 9 and math.isclose(p.best.ttft_s, ttft, rel_tol=1e-12)
-    # the step at that batch, evaluated a second way: the graphs built at numbers
-    m = M8
-    b, o = p.best.batch, sp.Rational(200)  # mean output (300 + 100)/2
-    d = roofline(decode(m, b, f.context, tp=f.layout.tp), A100)
-    pres = [prefill(m, 1, n, logits="last", tp=f.layout.tp) for n in (1500, 2100)]
+    # a decode step of the plan's batch carrying n prompts' worth of prefill (n F_p etc.,
+    # prompt figures the mean of the two classes), from the graphs built at numbers
+    b, t = p.best.batch, f.layout.tp
+    d = roofline(decode(M8, b, f.context, tp=t), A100)
+    pres = [prefill(M8, 1, n, logits="last", tp=t) for n in (1500, 2100)]
     rs = [roofline(x, A100, footprint=False) for x in pres]
-    share = b / o
-    from symroof.ir import Kind
-    flops = d.flops + share * sum(r.flops for r in rs) / 2
-    moved = d.bytes + share * sum(r.bytes - x.cost.bytes_by_kind[Kind.WEIGHT]
-                                  for r, x in zip(rs, pres)) / 2
-    link = d.communication_time_s + share * sum(r.communication_time_s for r in rs) / 2
-    t = float(sp.Max(flops / d.peak, moved / d.bandwidth) + link)
-    assert math.isclose(t, p.best.step_s, rel_tol=1e-9)
+    f_p = sum(r.flops for r in rs) / 2
+    q_p = sum(r.bytes - x.cost.bytes_by_kind[Kind.WEIGHT] for r, x in zip(rs, pres)) / 2
+    l_p = sum(r.communication_time_s for r in rs) / 2
+
+    def step_with(prompts) -> float:
+        return float(sp.Max((d.flops + prompts * f_p) / d.peak,
+                            (d.bytes + prompts * q_p) / d.bandwidth)
+                     + d.communication_time_s + prompts * l_p)
+
+    # the steady step carries B/O prompts (O = 200, the mean output)
+    assert math.isclose(step_with(sp.Rational(b, 200)), p.best.step_s, rel_tol=1e-9)
+    # the longest prompt, 2100 tokens, in chunks of 256: 8 full steps and one of 52, each
+    # carrying its chunk (x tokens: x/1800 of a mean prompt)
+    steps, ttft = _simulate_ttft(2100, 256, lambda x: step_with(sp.Rational(x, 1800)))
+    assert f.ttft_steps == steps == 9 and math.isclose(p.best.ttft_s, ttft, rel_tol=1e-9)
     # the chunk budget: B P/O <= C, so B <= 256 * 200 / 1800 = 28.4
     assert f.chunk_batch == 28 and p.binding.batch_chunk == 28
     assert all(c.batch <= 28 for c in p.front)
-    # the TTFT limit in closed form against a scan of 9 t(B) <= 1 s
-    step = sp.lambdify(B, f.step, modules="math")
-    scan = max((n for n in range(1, 2000) if 9 * step(n) <= 1.0), default=0)
-    assert p.binding.batch_ttft == scan
+    # the TTFT limit in closed form against a scan of the TTFT formula <= 1 s
+    first = sp.lambdify(B, f.first, modules="math")
+    scan = max((n for n in range(1, 5000) if first(n) <= 1.0), default=0)
+    assert p.binding.batch_ttft == scan > 0
 
 
 def test_chunked_ttft_prefill_option_is_the_prompts_own_prefill():
@@ -233,3 +240,24 @@ def test_speculative_with_pipeline_stages_is_the_round_over_its_tokens():
                       draft=draft)
     assert sorted((lay.microbatches, lay.speculative) for lay in kept) == \
         [(1, False), (1, True), (2, False)]
+
+
+def test_chunked_blocks_travel_with_their_ttft_formula():
+    # the processes and Dask paths send each block without its formulas and the formulas
+    # once: a chunked block's TTFT formula goes with its step (evaluated here, in turn)
+    from symroof.plan import search
+
+    p = plan("llama-3-8b", {"a100-80gb": 1}, workload=[(1000, 200)],
+             objectives={"itl_s": 0.05, "ttft_s": 0.2}, load={"users": 16}, tp=(1,), pp=(1,),
+             service={"mode": "chunked"})
+    from symroof.plan.core import _block
+    f = p.formulas[0]
+    blk = _block(0, f, p.offers[0], p.traffic, p.objectives, p.load, p.service, 64)
+    table, items = search._stripped([blk])
+    assert table[0] == (f.step_bs, f.first_bs) and items[0][1].first is None
+    search._install(table)
+    try:
+        assert search._evaluate_keyed(items[0]) == search.evaluate_block(blk)
+    finally:
+        search._FORMULAS.clear()
+    assert search.evaluate_block(blk).meeting > 0
