@@ -90,8 +90,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    f"(default {_SERVICE.chunk_tokens})")
     p.add_argument("--chunk-ttft", dest="chunk_ttft", default=_SERVICE.chunk_ttft.value,
                    choices=[c.value for c in ChunkTTFT],
-                   help="chunked: TTFT as ceil(P/C) decode steps (steps, default) or the "
-                   "prompt's own prefill (prefill, a lower bound)")
+                   help="chunked: TTFT as the ceil(P/C) decode steps that carry the prompt's "
+                   "chunks (steps, default) or the prompt's own prefill (prefill, a lower "
+                   "bound)")
     p.add_argument("--kv-link-bandwidth", dest="kv_link_bandwidth", default=None,
                    metavar="GB/S", help="disaggregated: bandwidth (GB/s) of the link the "
                    "prompt's KV cache crosses to a decode replica (default: the chip's "

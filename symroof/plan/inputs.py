@@ -169,9 +169,10 @@ class DecodeContext(StrEnum):
 
 class ChunkTTFT(StrEnum):
     """How chunked prefill's time to first token is taken (option ``chunk_ttft``;
-    default steps). ``C`` is ``chunk_tokens``, ``t(B)`` the chunked decode step."""
+    default steps). ``C`` is ``chunk_tokens``; ``t_x(B)`` a decode step of the batch that
+    carries ``x`` prompt tokens."""
 
-    STEPS = "steps"      # ceil(P/C) t(B): one chunk of the prompt rides each decode step
+    STEPS = "steps"      # floor(P/C) t_C(B) + t_(P mod C)(B): a chunk rides each step
     PREFILL = "prefill"  # the prompt's own prefill on an idle replica (a lower bound)
 
 
