@@ -44,7 +44,7 @@ from symroof.workloads.parallel import check_layout
 from symroof.workloads.transformer import serving_pipeline
 
 __all__ = ["Capacity", "max_sequences", "time_to_first_token", "WeightGain",
-           "weight_quantization", "expected_tokens", "Speculation", "speculative",
+           "weight_quantization", "expected_tokens", "Speculation", "speculative", "verify_pass",
            "kv_cache_per_device", "ServingRow"]
 
 
@@ -234,17 +234,23 @@ class Speculation:
         return self.tokens_per_pass * self.target_step_s / self.round_s
 
 
-def _verify_pass(m: TransformerModel, batch: object, context: object, k: sp.Expr,
-                 tp: object) -> Analysis:
-    """The target reading its weights once for ``k + 1`` new tokens per sequence, each
-    attending to the cache (``context`` positions) and the drafted tokens."""
-    t, p, mb = check_layout(m, tp=tp)
-    g, fuse = forward(m, batch=batch, seq=k + 1, context=as_dim(context, "context") + k,
+def verify_pass(m: TransformerModel, batch: object, context: object, k: object,
+                tp: object = 1, *, pp: object = 1) -> Analysis:
+    """The target's verification pass of speculative decoding: its weights read once for
+    ``k + 1`` new tokens per sequence (the ``k`` drafted and its own), each attending to
+    the cache (``context`` positions) and the drafted tokens; one device's share on
+    ``tp`` x ``pp`` devices (:func:`speculative` times it; ``symroof plan`` too)."""
+    kk = as_dim(k, "draft tokens")
+    t, p, mb = check_layout(m, tp=tp, pp=pp)
+    g, fuse = forward(m, batch=batch, seq=kk + 1, context=as_dim(context, "context") + kk,
                       decode=True)
     g = serving_pipeline("verify", fuse, tp=t, pp=p, microbatches=mb).apply(g)
     kinds = {Kind.WEIGHT, Kind.KV_CACHE}
     return analyze(g, ops=op_groups(OpsCounted.CONTRACTIONS), traffic=kinds,
-                   tokens=as_dim(batch, "batch") * (k + 1))
+                   tokens=as_dim(batch, "batch") * (kk + 1))
+
+
+_verify_pass = verify_pass  # the former private name, kept for callers of it
 
 
 def speculative(target: TransformerModel, draft: TransformerModel, hw: HardwareSpec | str, *,
@@ -268,7 +274,7 @@ def speculative(target: TransformerModel, draft: TransformerModel, hw: HardwareS
     return Speculation(k, as_expr(acceptance, "acceptance"), per_pass,
                        step(decode(tg, batch, context, tp=tp)),
                        step(decode(dr, batch, context, tp=draft_tp)),
-                       step(_verify_pass(tg, batch, context, k, tp)))
+                       step(verify_pass(tg, batch, context, k, tp)))
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,22 @@ from symroof.cli.common import number_arg
 from symroof.errors import SymroofError
 from symroof.files import write_text
 from symroof.plan import Draft, Plan, plan
+from symroof.plan.core import Config
 from symroof.plan.core import plan_from_files
-from symroof.plan.inputs import (DecodeContext, Mode, Service, numerics_name,
+from symroof.plan.inputs import (ChunkTTFT, DecodeContext, Mode, Service, numerics_name,
                                  parse_numerics)
 from symroof.plan.search import EXECUTORS
 from symroof.plan.text import document, lines
 from symroof.present.charts import CurveChart, curve_pgfplots, curve_svg
 from symroof.present.commands import dumps
 
-__all__ = ["COMMANDS", "chart"]
+__all__ = ["COMMANDS", "chart", "TEX_WIDTH_CM"]
+
+#: The pgfplots chart's axis width. The layout measures a label at 11 px of its 548-px
+#: frame and pgfplots sets it in \scriptsize (8 pt): at 548 px x 8/11 pt = 14.0 cm a
+#: label takes the room the layout gave it (at 10 cm the best's label ran under the
+#: legend; a report scales the picture to its text width).
+TEX_WIDTH_CM = 14.0
 
 #: The library's defaults, which the flags' defaults are (one definition each).
 _PLAN = {k: v.default for k, v in inspect.signature(plan).parameters.items()}
@@ -59,6 +66,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     pp = ",".join(map(str, _PLAN["pp"]))
     p.add_argument("--pp", default=pp, metavar="P[,P...]",
                    help=f"pipeline stages to try (default {pp})")
+    p.add_argument("--microbatches", default=None, metavar="M[,M...]",
+                   help="micro-batches a decode step runs through the pp stages, tried with "
+                   "pp > 1 (default: 1 and pp; bubble (pp-1)/(m+pp-1))")
     p.add_argument("--expert-reads", dest="expert_reads",
                    default=",".join(map(str, _PLAN["expert_reads"])), metavar="R[,R...]",
                    help="MoE: how a step reads expert weights (all, routed, expected; default "
@@ -75,6 +85,18 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="prefill on the decode chips between steps (colocated, default), on "
                    "chips of its own (disaggregated), or in chunks inside every decode step "
                    "(chunked)")
+    p.add_argument("--chunk-tokens", dest="chunk_tokens", default=str(_SERVICE.chunk_tokens),
+                   metavar="C", help=f"chunked: prompt tokens a decode step carries at most "
+                   f"(default {_SERVICE.chunk_tokens})")
+    p.add_argument("--chunk-ttft", dest="chunk_ttft", default=_SERVICE.chunk_ttft.value,
+                   choices=[c.value for c in ChunkTTFT],
+                   help="chunked: TTFT as the ceil(P/C) decode steps that carry the prompt's "
+                   "chunks (steps, default) or the prompt's own prefill (prefill, a lower "
+                   "bound)")
+    p.add_argument("--kv-link-bandwidth", dest="kv_link_bandwidth", default=None,
+                   metavar="GB/S", help="disaggregated: bandwidth (GB/s) of the link the "
+                   "prompt's KV cache crosses to a decode replica (default: the chip's "
+                   "fastest interconnect, one direction)")
     p.add_argument("--decode-context", dest="decode_context",
                    default=_SERVICE.decode_context.value,
                    choices=[d.value for d in DecodeContext],
@@ -153,6 +175,14 @@ def _workload(items: Sequence[str]) -> list[tuple[object, ...]]:
     return out
 
 
+def _link(text: str | None) -> float | None:
+    """``--kv-link-bandwidth`` GB/s as bytes/s."""
+    v = _number(text, "--kv-link-bandwidth")
+    if v is not None and not v > 0:
+        raise SymroofError(f"--kv-link-bandwidth {text}: expected a positive number of GB/s")
+    return None if v is None else v * 1e9
+
+
 def _plan(args: argparse.Namespace) -> Plan:
     from symroof.hardware import resolve  # chips by name or file, resolved once here
 
@@ -177,6 +207,8 @@ def _plan(args: argparse.Namespace) -> Plan:
                 precisions=[parse_numerics(t, "--precision") for t in args.precision or _PLAN["precisions"]],
                 tp=None if args.tp is None else _integers(args.tp, "--tp"),
                 pp=_integers(args.pp, "--pp"),
+                microbatches=None if args.microbatches is None else
+                _integers(args.microbatches, "--microbatches"),
                 expert_reads=[e.strip() for e in args.expert_reads.split(",")],
                 draft=draft,
                 service={"mode": args.mode, "decode_context": args.decode_context,
@@ -184,10 +216,18 @@ def _plan(args: argparse.Namespace) -> Plan:
                                                        "--compute-efficiency"),
                          "bandwidth_efficiency": _number(args.bandwidth_efficiency,
                                                          "--bandwidth-efficiency"),
-                         "reserve": _number(args.reserve, "--reserve")},
+                         "reserve": _number(args.reserve, "--reserve"),
+                         "chunk_tokens": _integer(args.chunk_tokens, "--chunk-tokens"),
+                         "chunk_ttft": args.chunk_ttft,
+                         "kv_link_bandwidth": _link(args.kv_link_bandwidth)},
                 max_batch=_integer(args.max_batch, "--max-batch"), executor=args.executor,
                 workers=None if args.workers is None else _integer(args.workers, "--workers"),
                 scheduler=args.scheduler)
+
+
+def _split(c: Config) -> str:
+    lay = c.layout
+    return f"tp{lay.tp} pp{lay.pp}" + (f" mb{lay.microbatches}" if lay.microbatches > 1 else "")
 
 
 def chart(p: Plan) -> CurveChart:
@@ -202,15 +242,16 @@ def chart(p: Plan) -> CurveChart:
             for c in cs:  # a short front's points, each named; a long one's as dots
                 if c in p.best_per_chip:
                     continue
-                name = f"tp{c.layout.tp} pp{c.layout.pp} {numerics_name(c.layout.numerics)} " \
-                    f"B={c.batch}" if len(cs) <= 6 else ""
+                name = f"{_split(c)} {numerics_name(c.layout.numerics)} B={c.batch}" \
+                    if len(cs) <= 6 else ""
                 if len(cs) <= 40:
                     marks.append((name, c.tokens_per_user, c.tokens_per_chip))
         elif cs[0] not in p.best_per_chip:
             marks.append((f"{chip} B={cs[0].batch}", cs[0].tokens_per_user,
                           cs[0].tokens_per_chip))
+    one_chip = len(p.front_per_chip) == 1  # the legend names the chip: labels need not
     for c in p.best_per_chip:
-        marks.append((f"best {c.layout.chip} tp{c.layout.tp} pp{c.layout.pp} "
+        marks.append((f"best {'' if one_chip else c.layout.chip + ' '}{_split(c)} "
                       f"{numerics_name(c.layout.numerics)} B={c.batch}",
                       c.tokens_per_user, c.tokens_per_chip))
     if not series:  # a chart needs a curve: the marks joined, or a flat stub
@@ -237,7 +278,8 @@ def _run(args: argparse.Namespace, out: Output) -> int:
             raise SymroofError(f"--chart {path}: no configuration meets the objectives, so "
                                "there is no front to draw")
         c = chart(p)
-        write_text(path, curve_svg(c) if path.endswith(".svg") else curve_pgfplots(c))
+        write_text(path, curve_svg(c) if path.endswith(".svg") else
+                   curve_pgfplots(c, width_cm=TEX_WIDTH_CM))
     if args.json:
         out(dumps(document(p)))
         return 0

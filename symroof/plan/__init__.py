@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from symroof.plan.closed import BatchLimit, MemoryLimit, itl_limit, memory_limit, minmax
 from symroof.plan.core import Binding, Config, Plan, load_prices, plan
-from symroof.plan.inputs import (DecodeContext, Draft, Load, Mode, Objectives, Offer, Service,
-                                 Traffic)
-from symroof.plan.layouts import Formulas, Layout, Pruned
+from symroof.plan.inputs import (ChunkTTFT, DecodeContext, Draft, Load, Mode, Objectives,
+                                 Offer, Service, Traffic)
+from symroof.plan.layouts import Formulas, Layout, PrefillLayout, Pruned
 
 __all__ = ["plan", "Plan", "Config", "Binding", "load_prices", "Objectives", "Load",
-           "Traffic", "Offer", "Service", "Mode", "DecodeContext", "Draft", "Layout",
-           "Pruned", "Formulas", "BatchLimit", "MemoryLimit", "itl_limit", "memory_limit",
+           "Traffic", "Offer", "Service", "Mode", "DecodeContext", "ChunkTTFT", "Draft", "Layout",
+           "PrefillLayout", "Pruned", "Formulas", "BatchLimit", "MemoryLimit", "itl_limit", "memory_limit",
            "minmax"]

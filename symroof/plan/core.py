@@ -23,9 +23,11 @@ from symroof.errors import SymroofError
 from symroof.models import TransformerModel
 from symroof.options import ExpertReads, option
 from symroof.plan.closed import BatchLimit, MemoryLimit, NotPiecewiseLinear, itl_limit
-from symroof.plan.inputs import (IGNORED, DecodeContext, Draft, Load, Mode, Objectives, Offer,
-                                 Service, Traffic, parse_numerics, parse_prices)
-from symroof.plan.layouts import Formulas, Layout, Pruned, formulas, layouts
+from symroof.plan.inputs import (IGNORED, ChunkTTFT, DecodeContext, Draft, Load, Mode,
+                                 Objectives, Offer, Service, Traffic, parse_numerics,
+                                 parse_prices)
+from symroof.plan.layouts import (Formulas, Layout, PrefillLayout, Pruned, formulas, layouts,
+                                  prefill_layout)
 from symroof.plan.search import Block, BlockResult, pareto, run_blocks, split
 from symroof.precision import Numerics
 from symroof.symbols import B, quantity
@@ -52,10 +54,12 @@ class Config:
     memory_bytes: float        # weights + KV cache per device at this batch
     usable_bytes: float
     cost_per_million: float | None
+    prefill_chips: int = 0     # disaggregated: the prefill replicas' chips (in ``chips``)
 
     @property
     def replicas(self) -> float:
-        return self.chips / self.layout.devices
+        """Decode replicas."""
+        return (self.chips - self.prefill_chips) / self.layout.devices
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,9 @@ class Binding:
     batch_load: int | None         # users: a replica never holds more sequences than users
     binds: str
     numeric_only: str | None = None   # why no closed form (then the scan decides)
+    ttft: BatchLimit | None = None    # chunked: the chunks' steps <= TTFT objective
+    batch_ttft: int | None = None
+    batch_chunk: int | None = None    # chunked: B <= C O / P (the chunk budget)
 
 
 @dataclass(frozen=True)
@@ -164,24 +171,32 @@ def _mapping(value: object, cls: type, what: str) -> Any:
 def _block(i: int, f: Formulas, offer: Offer, traffic: Traffic, objectives: Objectives,
            load: Load, service: Service, max_batch: int) -> Block:
     top = max(1, min(max_batch, f.memory.batch(f.context)))
+    if f.chunk_batch is not None:  # the chunk budget carries B P / O prompt tokens a step
+        top = max(1, min(top, f.chunk_batch))
     if load.users is not None:  # a replica never holds more sequences than there are users
         top = max(1, min(top, int(load.users)))
+    pre = f.prefill_layout
     return Block(i, f.step_bs, 1, top, (f.context,), f.layout.devices,
                  0.0 if f.chunked else float(f.prefill_s),  # chunked: inside the step
                  traffic.mean_output, service.mode != Mode.DISAGGREGATED,
                  float(f.memory.tokens),
                  float(f.ttft), (objectives.ttft_s, objectives.itl_s, objectives.tokens_per_user),
-                 load.users, load.requests_per_s, offer.count, offer.price_per_hour)
+                 load.users, load.requests_per_s, offer.count, offer.price_per_hour,
+                 f.layout.microbatches, f.first_bs, 0 if pre is None else pre.devices)
 
 
 def _config(row: Sequence[float], f: Formulas, offer: Offer) -> Config:
-    batch, context, step, per_user, per_chip, chips = row
+    batch, context, step, per_user, per_chip, chips, prefill_chips = row
     mem = f.memory
     used = mem.weights + int(batch) * mem.per_token * int(context)
     cost = None if offer.price_per_hour is None else \
         offer.price_per_hour / (per_chip * 3600) * 1e6
+    mb = f.layout.microbatches
+    ttft = float(f.ttft) if f.first is None else \
+        float(f.first.xreplace({B: mb * math.ceil(batch / mb)}))
     return Config(f.layout, int(batch), int(context), step, per_user, per_chip, int(chips),
-                  float(f.ttft), float(used), float(mem.usable), cost)
+                  ttft, float(used), float(mem.usable), cost,
+                  int(prefill_chips))
 
 
 def _rank(c: Config) -> tuple[float, ...]:
@@ -194,31 +209,41 @@ def binding(f: Formulas, objectives: Objectives, load: Load, service: Service,
             offer: Offer) -> Binding:
     """The closed forms that bind ``f``'s layout (see :class:`Binding`)."""
     why = None
-    lim_itl = lim_user = None
-    b_itl = b_user = None
+    lim_itl = lim_user = lim_ttft = None
+    b_itl = b_user = b_ttft = None
+    mb = f.layout.microbatches
+
+    def whole(n: int | None) -> int | None:  # a batch of whole micro-batches: round down
+        return None if n is None else n // mb * mb
+
     try:
         if objectives.itl_s is not None:
             lim_itl = itl_limit(f.step, TAU)
-            b_itl = lim_itl.at(TAU, objectives.itl_s).batch
+            b_itl = whole(lim_itl.at(TAU, objectives.itl_s).batch)
+        if objectives.ttft_s is not None and f.first is not None:
+            lim_ttft = itl_limit(f.first, TAU)
+            b_ttft = whole(lim_ttft.at(TAU, objectives.ttft_s).batch)
         if objectives.tokens_per_user is not None:
             user = f.step + B * f.prefill_s / sp.Rational(str(f.mean_output)) \
                 if service.mode == Mode.COLOCATED else f.step  # chunked: t(B) holds them
             lim_user = itl_limit(user, TAU)
-            b_user = lim_user.at(TAU, sp.Rational(1) / sp.Rational(
-                str(objectives.tokens_per_user))).batch
+            b_user = whole(lim_user.at(TAU, sp.Rational(1) / sp.Rational(
+                str(objectives.tokens_per_user))).batch)
     except NotPiecewiseLinear as err:
         why = str(err)
     b_mem = f.memory.batch(f.context)
     b_chips = None
     if load.users is not None:
-        per_replica = offer.count // f.layout.devices
+        spare = offer.count - (f.prefill_layout.devices if f.prefill_layout else 0)
+        per_replica = spare // f.layout.devices  # disaggregated: one prefill replica kept
         b_chips = math.ceil(load.users / per_replica) if per_replica else None
     b_load = None if load.users is None else int(load.users)
-    limits = {"ITL": b_itl, "tokens/s per user": b_user, "memory": b_mem, "load": b_load}
+    limits = {"ITL": b_itl, "tokens/s per user": b_user, "memory": b_mem, "load": b_load,
+              "TTFT": b_ttft, "chunk budget": f.chunk_batch}
     given = {k: v for k, v in limits.items() if v is not None}
     binds = min(given, key=lambda k: given[k]) if given else "memory"
     return Binding(lim_itl, lim_user, f.memory, f.context, b_itl, b_user, b_mem, b_chips,
-                   b_load, binds, why)
+                   b_load, binds, why, lim_ttft, b_ttft, f.chunk_batch)
 
 
 def plan(model: str | TransformerModel, chips: Mapping[Any, object] | Sequence[Offer], *,
@@ -227,7 +252,7 @@ def plan(model: str | TransformerModel, chips: Mapping[Any, object] | Sequence[O
          load: Load | Mapping[str, float | None],
          prices: Mapping[str, float] | None = None, currency: str | None = None,
          precisions: Sequence[str | Numerics] = ("bf16",), tp: Sequence[int] | None = None,
-         pp: Sequence[int] = (1, 2, 4, 8),
+         pp: Sequence[int] = (1, 2, 4, 8), microbatches: Sequence[int] | None = None,
          expert_reads: Sequence[ExpertReads | str] = (ExpertReads.ALL,),
          draft: Draft | None = None, service: Service | Mapping[str, object] = Service(),
          max_batch: int = 4096, executor: str = "serial", workers: int | None = None,
@@ -235,8 +260,8 @@ def plan(model: str | TransformerModel, chips: Mapping[Any, object] | Sequence[O
     """The configurations that serve ``model`` on ``chips`` ({chip: count available})
     for ``workload`` ([(prompt, output[, weight])]) under ``objectives`` (``ttft_s``,
     ``itl_s``, ``tokens_per_user``) at ``load`` (``users`` or ``requests_per_s``):
-    every layout of the space (tp x pp x precision x expert reads x speculative
-    decoding) not pruned, at every batch from 1 to the memory limit (at most
+    every layout of the space (tp x pp x micro-batches x precision x expert reads x
+    speculative decoding; ``microbatches`` None: 1 and pp) not pruned, at every batch from 1 to the memory limit (at most
     ``max_batch``), on the compiled path in blocks (``executor``, or a Dask
     ``scheduler``). ``prices`` are per chip hour (costs in ``currency``).
     """
@@ -246,7 +271,8 @@ def plan(model: str | TransformerModel, chips: Mapping[Any, object] | Sequence[O
     ld = _mapping(load, Load, "load")
     svc = _mapping(service, Service, "service")
     svc = Service(Mode(svc.mode), DecodeContext(svc.decode_context), svc.compute_efficiency,
-                  svc.bandwidth_efficiency, svc.reserve)
+                  svc.bandwidth_efficiency, svc.reserve, svc.chunk_tokens,
+                  ChunkTTFT(svc.chunk_ttft), svc.kv_link_bandwidth)
     offers = _offers(chips, prices)
     if not isinstance(max_batch, int) or isinstance(max_batch, bool) or max_batch < 1:
         raise SymroofError(f"max_batch: expected a positive integer, got {max_batch!r}")
@@ -254,13 +280,29 @@ def plan(model: str | TransformerModel, chips: Mapping[Any, object] | Sequence[O
     if not nums:
         raise SymroofError("precisions: expected at least one")
     reads = [option(ExpertReads, e, "expert_reads") for e in expert_reads]
-    for v in pp:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise SymroofError(f"pp {v!r}: expected a positive integer")
+    for what, values in (("pp", pp), ("microbatches", microbatches or ())):
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise SymroofError(f"{what} {v!r}: expected a positive integer")
     kept, pruned = layouts(m, offers, nums, tp=tp, pp=pp, expert_reads=reads, draft=draft,
-                           service=svc)
+                           service=svc, microbatches=microbatches)
     by_chip = {o.chip.name: o for o in offers}
-    fs = tuple(formulas(m, lay, by_chip[lay.chip], traffic, svc, draft) for lay in kept)
+    pre: dict[Layout, PrefillLayout | None] = {}
+    if svc.mode == Mode.DISAGGREGATED:  # the prefill replicas' own split, per decode layout
+        cache: dict[tuple[object, ...], sp.Expr] = {}
+        for lay in kept:
+            pre[lay] = prefill_layout(m, lay, by_chip[lay.chip], traffic, svc, pp=pp,
+                                      ttft_s=obj.ttft_s, cache=cache)
+        pruned += [Pruned(lay, "no prefill replica fits on the chips beside it")
+                   for lay in kept if pre[lay] is None]
+        kept = [lay for lay in kept if pre[lay] is not None]
+    fs = tuple(formulas(m, lay, by_chip[lay.chip], traffic, svc, draft, pre.get(lay))
+               for lay in kept)
+    if svc.mode == Mode.CHUNKED and fs and fs[0].chunk_batch == 0:  # one budget for all
+        raise SymroofError(f"service chunk_tokens {svc.chunk_tokens}: the chunk budget holds "
+                           f"no sequence (B <= C O/P = {svc.chunk_tokens} x "
+                           f"{traffic.mean_output:g}/{traffic.mean_prompt:g} < 1); expected "
+                           "a larger chunk")
     blocks = [b for i, f in enumerate(fs)
               for b in split(_block(i, f, by_chip[f.layout.chip], traffic, obj, ld, svc,
                                     max_batch), block_points)]

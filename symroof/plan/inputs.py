@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from symroof.hardware import HardwareSpec
     from symroof.models import TransformerModel
 
-__all__ = ["Offer", "Traffic", "Objectives", "Load", "Mode", "DecodeContext", "Service",
-           "Draft", "parse_prices", "parse_numerics", "IGNORED"]
+__all__ = ["Offer", "Traffic", "Objectives", "Load", "Mode", "DecodeContext", "ChunkTTFT",
+           "Service", "Draft", "parse_prices", "parse_numerics", "IGNORED"]
 
 
 def _positive(value: object, what: str, *, integer: bool = False,
@@ -103,6 +103,10 @@ class Traffic:
         return math.ceil(sum(w * (p + Fraction(o, 2)) for p, o, w in self.classes))
 
     @property
+    def mean_prompt(self) -> float:
+        return float(sum(w * p for p, _, w in self.classes))
+
+    @property
     def mean_output(self) -> float:
         return float(sum(w * o for _, o, w in self.classes))
 
@@ -151,7 +155,8 @@ class Mode(StrEnum):
     """Where prefill runs (option ``mode``; default colocated)."""
 
     COLOCATED = "colocated"          # on the decode replicas, between decode steps
-    DISAGGREGATED = "disaggregated"  # on replicas of their own (same chip and layout)
+    DISAGGREGATED = "disaggregated"  # on replicas of their own (same chip, own layout), the
+                                     # prompt's KV cache sent to a decode replica
     CHUNKED = "chunked"              # in chunks riding every decode step (one roofline each)
 
 
@@ -162,14 +167,26 @@ class DecodeContext(StrEnum):
     MEAN = "mean"    # prompt + output/2: the average step
 
 
+class ChunkTTFT(StrEnum):
+    """How chunked prefill's time to first token is taken (option ``chunk_ttft``;
+    default steps). ``C`` is ``chunk_tokens``; ``t_x(B)`` a decode step of the batch that
+    carries ``x`` prompt tokens."""
+
+    STEPS = "steps"      # floor(P/C) t_C(B) + t_(P mod C)(B): a chunk rides each step
+    PREFILL = "prefill"  # the prompt's own prefill on an idle replica (a lower bound)
+
+
 #: What the service model leaves out, printed with every plan.
 IGNORED = (
-    "queueing and scheduling: TTFT is one prompt's prefill on an idle replica",
+    "queueing and scheduling: TTFT is one prompt's prefill on an idle replica (chunked: "
+    "its chunks' decode steps), never a wait behind other prompts",
     "prefill-decode interference in ITL: a decode step's time is its own (colocated "
     "prefills lower the throughput, not the ITL checked; chunked prefill puts them in it)",
-    "the KV-cache transfer between prefill and decode replicas (disaggregated)",
+    "disaggregated: the KV-cache transfer overlapping anything (it is added to TTFT, over "
+    "one link; the prefill replicas are busy for the prefill only)",
     "activations and runtime buffers beside weights and KV cache (see reserve)",
-    "pipeline bubbles beyond one micro-batch per step (pp stages run one after another)",
+    "pipeline: micro-batches overlapping across decode steps (each step runs its m "
+    "micro-batches through the pp stages, m + pp - 1 stage times: bubble (pp-1)/(m+pp-1))",
 )
 
 
@@ -177,13 +194,21 @@ IGNORED = (
 class Service:
     """The model of the service: where prefill runs, which cache a decode step reads,
     the achieved fractions of peak compute and of bandwidth (memory and link; 1: the
-    bound), and the share of memory kept back."""
+    bound), the share of memory kept back; for chunked prefill the chunk size
+    ``chunk_tokens`` (prompt tokens a decode step carries at most; default 512) and how
+    its TTFT is taken (:class:`ChunkTTFT`); for disaggregated serving the bandwidth
+    (bytes/s) of the link the prompt's KV cache crosses from a prefill replica to a
+    decode replica (``kv_link_bandwidth``; None: the chip's fastest interconnect, one
+    direction, and an error naming this field where the chip file lists none)."""
 
     mode: Mode = Mode.COLOCATED
     decode_context: DecodeContext = DecodeContext.FINAL
     compute_efficiency: float = 1.0
     bandwidth_efficiency: float = 1.0
     reserve: float = 0.0
+    chunk_tokens: int = 512
+    chunk_ttft: ChunkTTFT = ChunkTTFT.STEPS
+    kv_link_bandwidth: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("compute_efficiency", "bandwidth_efficiency"):
@@ -192,11 +217,14 @@ class Service:
                 raise SymroofError(f"service {name}: expected a fraction 0 < x <= 1, got {v}")
         if _positive(self.reserve, "service reserve", zero=True) >= 1:
             raise SymroofError(f"service reserve: expected 0 <= x < 1, got {self.reserve}")
+        _positive(self.chunk_tokens, "service chunk_tokens", integer=True)
+        if self.kv_link_bandwidth is not None:
+            _positive(self.kv_link_bandwidth, "service kv_link_bandwidth")
         try:
-            Mode(self.mode), DecodeContext(self.decode_context)
+            Mode(self.mode), DecodeContext(self.decode_context), ChunkTTFT(self.chunk_ttft)
         except ValueError as err:
             raise SymroofError(f"service: {err}; modes: colocated, disaggregated, chunked; decode "
-                               "contexts: final, mean") from None
+                               "contexts: final, mean; chunk_ttft: steps, prefill") from None
 
 
 @dataclass(frozen=True)

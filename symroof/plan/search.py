@@ -15,13 +15,18 @@ prefill ``p`` per request, ``O`` output tokens per request on average):
 
 - colocated (prefills run on the replica between decode steps): a user gets a token
   every ``u = t + B p / O``; tokens/s per user ``1/u``, per chip ``B / (u n)``;
-- disaggregated (prefills on replicas of their own, same layout): ``u = t``; tokens/s per
-  chip ``(B/t) / (n (1 + (B/t) p / O))``, the prefill replicas' share counted.
+- disaggregated (prefills on replicas of their own, ``n'`` chips each, ``p`` the
+  prefill there): ``u = t``; tokens/s per chip ``(B/t) / (n + (B/t) p n' / O)``, the
+  prefill replicas' share counted.
 
 Chips for the load: ``ceil(users / B)`` decode replicas (each then holds
 ``ceil(users / replicas)`` sequences, the batch its figures are taken at) (requests/s: the replicas whose
-output rate covers ``rate x O``), plus ``ceil(rate x p)`` prefill replicas when
-disaggregated (users' requests arrive at ``users / (O u)`` per second).
+output rate covers ``rate x O``), plus ``ceil(rate x p)`` prefill replicas of ``n'``
+chips when disaggregated (users' requests arrive at ``users / (O u)`` per second).
+
+With ``m > 1`` micro-batches the step is taken at ``m ceil(B/m)`` sequences (the largest
+micro-batch sets each stage's time); with chunked prefill the TTFT is a formula of its
+own in B (the decode steps that carry the prompt's chunks), compiled with the step.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from symroof.lambdified import function
 from symroof.symbols import B, S
 
 __all__ = ["Block", "BlockResult", "evaluate_block", "run_blocks", "EXECUTORS", "OBJECTIVES",
-           "pareto", "figures"]
+           "pareto", "figures", "exprs"]
 
 #: How blocks run: here, on threads or processes of this machine, or on Dask.
 EXECUTORS = ("serial", "threads", "processes", "dask")
@@ -53,7 +58,8 @@ OBJECTIVES = ("ttft", "itl", "tokens_per_user", "memory", "chips")
 _TOL = 1e-12
 
 #: A row of a block's points: the columns of :attr:`BlockResult.front` and friends.
-COLUMNS = ("batch", "context", "step_s", "tokens_per_user", "tokens_per_chip", "chips")
+COLUMNS = ("batch", "context", "step_s", "tokens_per_user", "tokens_per_chip", "chips",
+           "prefill_chips")
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,9 @@ class Block:
     requests_per_s: float | None
     available: int              # chips on offer
     price_per_hour: float | None
+    microbatches: int = 1       # a step's micro-batches (the step at m ceil(B/m))
+    first: sp.Expr | None = None   # chunked: the TTFT in B and S (else ttft_s)
+    prefill_devices: int = 0    # disaggregated: chips of a prefill replica (0: devices)
 
     @property
     def points(self) -> int:
@@ -100,18 +109,20 @@ class BlockResult:
 
 
 def figures(blk: Block, batch: np.ndarray, context: np.ndarray,
-            step: np.ndarray) -> dict[str, Any]:
+            step: np.ndarray, first: np.ndarray | None = None) -> dict[str, Any]:
     """Every serving figure and shortfall ratio from the step time (the module
     docstring's formulas); shared by the compiled path and the hand-written check.
-    A ratio over 1 misses its objective; the TTFT's is one number for the block."""
+    A ratio over 1 misses its objective; the TTFT's is one number for the block unless
+    ``first`` gives it per point (chunked prefill)."""
     n, p, o = float(blk.devices), blk.prefill_s, blk.mean_output
+    npre = float(blk.prefill_devices or blk.devices)
     user = step + batch * (p / o) if blk.colocated else step
     per_user = 1.0 / user
     if blk.colocated:
         per_chip = batch / (user * n)
     else:
         rate = batch / step
-        per_chip = rate / (n * (1.0 + rate * (p / o)))
+        per_chip = rate / (n + rate * (p * npre / o))
     if blk.users is not None:
         exact = blk.users / batch * n
         chips = np.ceil(blk.users / batch) * n
@@ -122,12 +133,14 @@ def figures(blk: Block, batch: np.ndarray, context: np.ndarray,
         replica = (batch / user) if blk.colocated else (batch / step)
         exact = blk.requests_per_s * o / replica * n
         chips = np.ceil((blk.requests_per_s * o * (1 - _TOL)) / replica) * n
+    prefill_chips: Any = 0.0
     if not blk.colocated:
-        exact = exact + arrivals * p * n
-        chips = chips + np.ceil(arrivals * p * (1 - _TOL)) * n
+        exact = exact + arrivals * p * npre
+        prefill_chips = np.ceil(arrivals * p * (1 - _TOL)) * npre
+        chips = chips + prefill_chips
     ttft, itl, tpu = blk.objectives
     ratios: dict[str, Any] = {
-        "ttft": 0.0 if ttft is None else blk.ttft_s / ttft,
+        "ttft": 0.0 if ttft is None else (blk.ttft_s if first is None else first) * (1 / ttft),
         "itl": 0.0 if itl is None else step * (1 / itl),
         "tokens_per_user": 0.0 if tpu is None else user * tpu,
         "memory": batch * context * (1 / blk.tokens_limit) if blk.tokens_limit > 0
@@ -138,7 +151,7 @@ def figures(blk: Block, batch: np.ndarray, context: np.ndarray,
                           np.maximum(exact * (1 / blk.available), 1 + 1e-9)),
     }
     return {"step_s": step, "tokens_per_user": per_user, "tokens_per_chip": per_chip,
-            "chips": chips, **{f"ratio_{k}": v for k, v in ratios.items()}}
+            "chips": chips, "prefill_chips": prefill_chips, **{f"ratio_{k}": v for k, v in ratios.items()}}
 
 
 def pareto(rows: np.ndarray) -> np.ndarray:
@@ -165,9 +178,10 @@ def _thin(rows: np.ndarray) -> np.ndarray:
 
 
 def reduce_block(blk: Block, batch: np.ndarray, context: np.ndarray,
-                 step: np.ndarray) -> BlockResult:
-    """The reductions of a block (see :class:`BlockResult`) from its step times."""
-    f = figures(blk, batch, context, step)
+                 step: np.ndarray, first: np.ndarray | None = None) -> BlockResult:
+    """The reductions of a block (see :class:`BlockResult`) from its step times (and its
+    TTFTs where they vary by point)."""
+    f = figures(blk, batch, context, step, first)
     shape = step.shape
     worst = np.zeros(shape)
     for k in OBJECTIVES:  # the largest ratio per point, without stacking them
@@ -177,7 +191,7 @@ def reduce_block(blk: Block, batch: np.ndarray, context: np.ndarray,
     def cols(sel: Any) -> np.ndarray:
         return np.stack([np.broadcast_to(x, shape).ravel()[sel] for x in
                          (batch, context, step, f["tokens_per_user"], f["tokens_per_chip"],
-                          f["chips"])], axis=-1)
+                          f["chips"], f["prefill_chips"])], axis=-1)
 
     good = cols(np.flatnonzero(ok))
     best = None
@@ -200,12 +214,19 @@ def evaluate_block(blk: Block, fn: Any = None) -> BlockResult:
         batch = np.ceil(blk.users / np.ceil(blk.users / batch))
     context = np.asarray(blk.contexts, dtype=np.float64)[None, :]
     if fn is None:
-        fn = function((blk.step,), (B, S))
+        fn = function(exprs(blk), (B, S))
+    whole = batch if blk.microbatches == 1 else \
+        np.ceil(batch / blk.microbatches) * blk.microbatches
     with np.errstate(all="ignore"):
-        (step,) = fn(batch, context)
-    step = np.broadcast_to(np.asarray(step, dtype=np.float64),
-                           (batch.shape[0], context.shape[1]))
-    return reduce_block(blk, batch, context, step)
+        out = fn(whole, context)
+    shape = (batch.shape[0], context.shape[1])
+    step, *rest = (np.broadcast_to(np.asarray(x, dtype=np.float64), shape) for x in out)
+    return reduce_block(blk, batch, context, step, rest[0] if rest else None)
+
+
+def exprs(blk: Block) -> tuple[sp.Expr, ...]:
+    """The formulas a block evaluates: its step time, and its TTFT where it has one."""
+    return (blk.step,) if blk.first is None else (blk.step, blk.first)
 
 
 def split(blk: Block, points: int) -> list[Block]:
@@ -234,18 +255,19 @@ def _client(scheduler: str, timeout: float) -> Any:
                            ) from None
 
 
-#: Step formulas of the blocks a worker process runs, by key (set once per process:
-#: unpickling a SymPy formula costs tens of milliseconds, so it travels once, not per block).
-_FORMULAS: dict[int, sp.Expr] = {}
+#: Formulas of the blocks a worker process runs, by key (set once per process: unpickling
+#: a SymPy formula costs tens of milliseconds, so it travels once, not per block).
+_FORMULAS: dict[int, tuple[sp.Expr, ...]] = {}
 
 
-def _install(table: dict[int, sp.Expr]) -> None:
+def _install(table: dict[int, tuple[sp.Expr, ...]]) -> None:
     _FORMULAS.update(table)
 
 
 def _evaluate_keyed(item: tuple[int, Block]) -> BlockResult:
     key, blk = item
-    return evaluate_block(replace(blk, step=_FORMULAS[key]))
+    step, *first = _FORMULAS[key]
+    return evaluate_block(replace(blk, step=step, first=first[0] if first else None))
 
 
 def _evaluate_with(blk: Block, fn: Any) -> BlockResult:
@@ -253,21 +275,48 @@ def _evaluate_with(blk: Block, fn: Any) -> BlockResult:
     return evaluate_block(blk, fn)
 
 
-def _stripped(blocks: Sequence[Block]) -> tuple[dict[int, sp.Expr], list[tuple[int, Block]]]:
+def _evaluate_group(blocks: Sequence[tuple[int, Block]], *fns: Any) -> list[BlockResult]:
+    """A Dask task: several keyed blocks and the compiled functions by key (each
+    scattered once to the cluster; a worker fetches it once)."""
+    return [evaluate_block(blk, fns[k]) for k, blk in blocks]
+
+
+def _groups(items: Sequence[tuple[int, Block]], task_points: int,
+            workers: int) -> list[list[tuple[int, Block]]]:
+    """Consecutive blocks grouped into tasks of about ``task_points`` points (a task
+    costs the scheduler about a millisecond however small it is), but never fewer tasks
+    than ``workers`` where there are that many blocks."""
+    total = sum(b.points for _, b in items)
+    size = max(1, min(task_points, math.ceil(total / max(1, workers))))
+    out: list[list[tuple[int, Block]]] = [[]]
+    held = 0
+    for item in items:
+        if held >= size:
+            out.append([])
+            held = 0
+        out[-1].append(item)
+        held += item[1].points
+    return out
+
+
+def _stripped(blocks: Sequence[Block]
+              ) -> tuple[dict[int, tuple[sp.Expr, ...]], list[tuple[int, Block]]]:
     """The blocks' formulas once each, and the blocks without them (keyed)."""
-    keys: dict[sp.Expr, int] = {}
+    keys: dict[tuple[sp.Expr, ...], int] = {}
     items = []
     for b in blocks:
-        k = keys.setdefault(b.step, len(keys))
-        items.append((k, replace(b, step=sp.Integer(0))))
+        k = keys.setdefault(exprs(b), len(keys))
+        items.append((k, replace(b, step=sp.Integer(0), first=None)))
     return {k: e for e, k in keys.items()}, items
 
 
 def run_blocks(blocks: Sequence[Block], *, executor: str = "serial", workers: int | None = None,
-               scheduler: str | None = None, timeout: float = 10.0) -> list[BlockResult]:
+               scheduler: str | None = None, timeout: float = 10.0,
+               task_points: int = 1 << 21) -> list[BlockResult]:
     """Every block's reductions, in order, on ``executor`` (:data:`EXECUTORS`; a
     ``scheduler`` address means Dask). Worker processes get each step formula once (then
-    the blocks without it); Dask workers get its compiled function with each block."""
+    the blocks without it); the Dask cluster gets each compiled function once (scattered)
+    and the blocks in tasks of about ``task_points`` points (at least one per worker)."""
     if scheduler is not None:
         executor = "dask"
     if executor not in EXECUTORS:
@@ -287,14 +336,17 @@ def run_blocks(blocks: Sequence[Block], *, executor: str = "serial", workers: in
     if scheduler is None:
         raise SymroofError("executor dask: give the scheduler's address (--scheduler)")
     client = _client(scheduler, timeout)
-    try:  # the compiled functions travel by value with each task (cloudpickle, a few kB;
-        # a SymPy formula takes tens of ms to unpickle, and broadcasting costs more still)
+    try:  # each compiled function is scattered once (cloudpickle, a few kB; a SymPy formula
+        # takes tens of ms to unpickle) and fetched once by a worker that needs it; blocks
+        # travel without their formulas, grouped into tasks of about task_points points
         table, items = _stripped(blocks)
-        compiled = {k: function((e,), (B, S)) for k, e in table.items()}
-        futures = client.map(_evaluate_with, [b for _, b in items],
-                             [compiled[k] for k, _ in items], pure=False)
+        fns = client.scatter([function(table[k], (B, S)) for k in range(len(table))],
+                             hash=False)
+        n = len(client.scheduler_info().get("workers", {})) or 1
+        groups = _groups(items, task_points, n)
+        futures = [client.submit(_evaluate_group, g, *fns, pure=False) for g in groups]
         try:
-            return list(client.gather(futures))
+            return [r for part in client.gather(futures) for r in part]
         except Exception as err:  # a failure on the cluster: one line, not its traceback
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
             raise SymroofError(f"scheduler {scheduler}: the cluster could not run the plan's "

@@ -14,7 +14,9 @@ from typing import Any
 import sympy as sp
 
 from symroof.plan.core import TAU, Binding, Config, Plan
-from symroof.plan.inputs import Mode
+from symroof.plan.inputs import ChunkTTFT, Mode
+from symroof.plan.layouts import Formulas, bubble
+from symroof.symbols import S
 
 __all__ = ["lines", "document", "describe", "formula"]
 
@@ -36,7 +38,8 @@ def describe(c: Config, currency: str | None = None) -> str:
     """One configuration on one line."""
     cost = "" if c.cost_per_million is None else \
         f", {c.cost_per_million:.3g} {currency or ''}/M tokens".replace(" /M", "/M")
-    return (f"{c.layout}  B={c.batch}  {c.chips} chip{'' if c.chips == 1 else 's'} ({c.replicas:g} replica{'' if c.replicas == 1 else 's'}): "
+    pre = "" if not c.prefill_chips else f" + {c.prefill_chips} for prefill"
+    return (f"{c.layout}  B={c.batch}  {c.chips} chip{'' if c.chips == 1 else 's'} ({c.replicas:g} replica{'' if c.replicas == 1 else 's'}{pre}): "
             f"{c.tokens_per_user:.3g} tok/s/user (ITL {_ms(c.step_s)}), "
             f"{c.tokens_per_chip:.4g} tok/s/chip, TTFT {_ms(c.ttft_s)}, "
             f"memory {_gb(c.memory_bytes)}/{_gb(c.usable_bytes)} per device{cost}")
@@ -56,9 +59,15 @@ def _objectives(p: Plan) -> str:
 def _service(p: Plan) -> Iterator[str]:
     s = p.service
     where = {Mode.COLOCATED: "prefill on the decode replicas, between decode steps",
-             Mode.DISAGGREGATED: "prefill on replicas of its own (same layout)",
+             Mode.DISAGGREGATED: "prefill on replicas of its own (same chip, its own split, "
+                                 "searched), the prompt's KV cache sent to a decode replica "
+                                 "over one link and added to TTFT",
              Mode.CHUNKED: "prefill in chunks riding every decode step: B/O prompts per "
-                           "step, one roofline with the step, its weights read once"}[s.mode]
+                           "step, one roofline with the step, its weights read once; at most "
+                           f"{s.chunk_tokens} prompt tokens a step (chunk_tokens); TTFT "
+                           + ("ceil(P/C) t(B), a chunk per step (chunk_ttft=steps)"
+                              if s.chunk_ttft == ChunkTTFT.STEPS else
+                              "the prompt's own prefill (chunk_ttft=prefill)")}[s.mode]
     yield f"service model: {s.mode} ({where}); decode step at the {s.decode_context} " \
           f"context ({p.formulas[0].context if p.formulas else '-'} positions)"
     yield f"  efficiency: compute {s.compute_efficiency:g}, bandwidth {s.bandwidth_efficiency:g}" \
@@ -71,6 +80,13 @@ def _binding(b: Binding, c: Config, p: Plan) -> Iterator[str]:
     f = next(x for x in p.formulas if x.layout == c.layout)
     yield f"binding formulas ({c.layout}, context S = {b.context}):"
     yield f"  decode time per token t(B) = {formula(f.step)} s"
+    lay = c.layout
+    if lay.pp > 1:
+        mb = lay.microbatches
+        yield f"  pipeline: m = {mb} micro-batch{'es' if mb > 1 else ''} of B/m sequences " \
+              f"through pp = {lay.pp} stages, m + pp - 1 = {mb + lay.pp - 1} stage times a " \
+              f"step; bubble (pp-1)/(m+pp-1) = {bubble(lay.pp, mb)}"
+    yield from _ttft_lines(f, p)
     if b.numeric_only:
         yield f"  no closed form for the batch ({b.numeric_only}): the scan decides"
     if b.itl is not None and p.objectives.itl_s is not None:
@@ -94,10 +110,48 @@ def _binding(b: Binding, c: Config, p: Plan) -> Iterator[str]:
         yield f"  by the load: B <= {b.batch_load} (a replica holds at most the {b.batch_load} users)"
     if b.batch_chips is not None and p.load.users is not None:
         count = next(o.count for o in p.offers if o.chip.name == c.layout.chip)
+        pre = f.prefill_layout
+        spare = count - (pre.devices if pre else 0)
         yield f"  by the chips on offer: {p.load.users:g} users on at most " \
-              f"{count // c.layout.devices} replicas need B >= {b.batch_chips}"
+              f"{spare // c.layout.devices} replicas" + \
+              (f" (beside one prefill replica)" if pre else "") + f" need B >= {b.batch_chips}"
+    if b.ttft is not None and b.batch_ttft is not None and p.objectives.ttft_s is not None:
+        at = b.ttft.at(TAU, p.objectives.ttft_s)
+        yield f"  batch limited by TTFT <= {_ms(p.objectives.ttft_s)} (the chunks' steps <= " \
+              f"T): B <= {formula(b.ttft.formula)}"
+        yield f"    = {float(at.formula):.6g} at T = {p.objectives.ttft_s:g} s, so B <= " \
+              f"{b.batch_ttft}"
+    if b.batch_chunk is not None:
+        yield f"  by the chunk budget: B*P/O <= C, B <= {p.service.chunk_tokens}*" \
+              f"{p.traffic.mean_output:g}/{p.traffic.mean_prompt:g}, so B <= {b.batch_chunk}"
+    limits = (b.batch_itl, b.batch_user, b.batch_memory, b.batch_load, b.batch_ttft,
+              b.batch_chunk)
     yield f"  binds: {b.binds} (the largest batch meeting every limit: "  \
-          f"{min(x for x in (b.batch_itl, b.batch_user, b.batch_memory, b.batch_load) if x is not None)})"
+          f"{min(x for x in limits if x is not None)})"
+
+
+def _ttft_lines(f: Formulas, p: Plan) -> Iterator[str]:
+    """How the TTFT of ``f`` is made (disaggregated: the prefill split and KV transfer;
+    chunked: the decode steps the chunks ride)."""
+    longest = p.traffic.longest_prompt
+    pre = f.prefill_layout
+    if pre is not None:
+        yield f"  prefill replicas: tp{pre.tp} pp{pre.pp} ({pre.devices} chip" \
+              f"{'' if pre.devices == 1 else 's'}; the fewest chip-seconds per request meeting " \
+              f"TTFT of {pre.candidates} splits that fit)"
+        yield f"  TTFT = prefill(P) + KV(P)/link = {formula(pre.prefill)} + " \
+              f"{formula(pre.kv_bytes)}/{float(pre.link_bandwidth) / 1e9:g}e9 s (S = P, the " \
+              f"link: {pre.link}, efficiency {p.service.bandwidth_efficiency:g})"
+        yield f"    = {float(pre.prefill.xreplace({S: longest})) * 1e3:.4g} ms + " \
+              f"{float(pre.transfer.xreplace({S: longest})) * 1e3:.4g} ms = {_ms(float(f.ttft))} " \
+              f"at P = {longest}"
+    elif f.first is not None:
+        c = p.service.chunk_tokens
+        full, rest = divmod(longest, c)
+        parts = [f"{full} t_{c}(B)"] + ([f"t_{rest}(B)"] if rest else [])
+        yield f"  TTFT = floor(P/C) t_C(B) + t_(P mod C)(B) = {' + '.join(parts)} (P = " \
+              f"{longest}, C = {c}; t_x: a decode step carrying x prompt tokens) = " \
+              f"{formula(f.first)} s"
 
 
 def lines(p: Plan, *, front_rows: int = 12) -> Iterator[str]:
@@ -159,11 +213,11 @@ def _shortfall(what: str, ratio: float, p: Plan) -> str:
 
 def _config_doc(c: Config) -> dict[str, Any]:
     lay = c.layout
-    return {"chip": lay.chip, "tp": lay.tp, "pp": lay.pp,
+    return {"chip": lay.chip, "tp": lay.tp, "pp": lay.pp, "microbatches": lay.microbatches,
             "weights": str(lay.numerics.weights), "kv_cache": str(lay.numerics.kv_cache),
             "activations": str(lay.numerics.activations), "expert_reads": str(lay.expert_reads),
             "speculative": lay.speculative, "batch": c.batch, "context": c.context,
-            "chips": c.chips, "itl_s": c.step_s, "tokens_per_user": c.tokens_per_user,
+            "chips": c.chips, "prefill_chips": c.prefill_chips, "itl_s": c.step_s, "tokens_per_user": c.tokens_per_user,
             "tokens_per_chip": c.tokens_per_chip, "ttft_s": c.ttft_s,
             "memory_bytes": c.memory_bytes, "usable_bytes": c.usable_bytes,
             "cost_per_million_tokens": c.cost_per_million}
@@ -184,7 +238,10 @@ def document(p: Plan) -> dict[str, Any]:
         "service": {"mode": str(p.service.mode), "decode_context": str(p.service.decode_context),
                     "compute_efficiency": p.service.compute_efficiency,
                     "bandwidth_efficiency": p.service.bandwidth_efficiency,
-                    "reserve": p.service.reserve, "ignores": list(p.ignored)},
+                    "reserve": p.service.reserve, "chunk_tokens": p.service.chunk_tokens,
+                    "chunk_ttft": str(p.service.chunk_ttft),
+                    "kv_link_bandwidth": p.service.kv_link_bandwidth,
+                    "ignores": list(p.ignored)},
         "currency": p.currency,
         "layouts": len(p.layouts), "pruned": [[str(x.layout), x.reason] for x in p.pruned],
         "points": p.points, "meeting": p.meeting,
@@ -201,5 +258,7 @@ def document(p: Plan) -> dict[str, Any]:
             "objective_symbol": "tau",
             "batch_itl": b.batch_itl, "batch_tokens_per_user": b.batch_user,
             "memory_tokens": str(b.memory.tokens), "batch_memory": b.batch_memory,
-            "batch_chips": b.batch_chips, "binds": b.binds, "context": b.context},
+            "batch_chips": b.batch_chips, "binds": b.binds, "context": b.context,
+            "ttft_batch_formula": None if b.ttft is None else str(b.ttft.formula),
+            "batch_ttft": b.batch_ttft, "batch_chunk": b.batch_chunk},
     }

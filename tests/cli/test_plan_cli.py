@@ -61,6 +61,12 @@ def test_nothing_meets_says_what_binds(capsys):
     (("--users", "8", "--precision", "weights=int5"), "--precision weights=int5"),
     (("--users", "8", "--workload", "10"), "--workload 10"),
     (("--users", "8", "--chart", "front.png"), "--chart"),
+    (("--users", "8", "--mode", "disaggregated", "--kv-link-bandwidth", "0"),
+     "--kv-link-bandwidth 0"),
+    (("--users", "8", "--mode", "chunked", "--chunk-tokens", "0"), "--chunk-tokens 0"),
+    (("--users", "8", "--microbatches", "0"), "--microbatches 0"),
+    (("--users", "8", "--mode", "chunked", "--chunk-tokens", "3"),
+     "service chunk_tokens 3: the chunk budget holds no sequence"),
 ])
 def test_impossible_input_is_one_line(capsys, extra, field):
     assert field in run_error(capsys, *BASE, *extra)
@@ -71,3 +77,23 @@ def test_price_for_a_chip_not_given(capsys, tmp_path):
     prices.write_text('currency = "USD"\n[price]\nh100-sxm = 3.5\n')
     line = run_error(capsys, *BASE, "--users", "8", "--prices", str(prices))
     assert "price.h100-sxm: no such chip among the chips given" in line
+
+
+def test_disaggregated_prints_the_prefill_split_and_the_transfer(capsys):
+    code = main(["plan", "--model", "llama-3-8b", "--chip", "a100-80gb=4", "--workload",
+                 "4000:300", "--pp", "1", "--itl", "0.03", "--ttft", "0.5", "--rps", "2",
+                 "--mode", "disaggregated", "--kv-link-bandwidth", "50"])
+    out = capsys.readouterr().out
+    assert code == 0 and "answer: yes" in out and "for prefill):" in out
+    assert "prefill replicas: tp" in out and "TTFT = prefill(P) + KV(P)/link" in out
+    # 4000 tokens x 131072 B of KV cache over 50 GB/s: 10.49 ms
+    assert "+ 10.49 ms = " in out and "link: service kv_link_bandwidth" in out
+
+
+def test_chunked_prints_its_ttft_steps_and_budget(capsys):
+    code = main([*BASE, "--itl", "0.05", "--ttft", "2", "--users", "64", "--mode", "chunked",
+                 "--chunk-tokens", "1024"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "TTFT = floor(P/C) t_C(B) + t_(P mod C)(B) = 1 t_1024(B) + t_976(B)" in out
+    assert "by the chunk budget: B*P/O <= C, B <= 1024*500/2000, so B <= 256" in out

@@ -137,8 +137,9 @@ def _exhaustive(p):
     for f in p.formulas:
         n, pre, out = f.layout.devices, float(f.prefill_s), f.mean_output
         step = sp.lambdify(B, f.step, modules="math")
+        mb = f.layout.microbatches
         for b in range(1, min(600, f.memory.batch(f.context)) + 1):
-            t = step(b)
+            t = step(mb * math.ceil(b / mb))  # whole micro-batches: the largest sets the step
             u = t + b * pre / out  # colocated: the prefills share the replica
             per_chip = b / (u * n)
             replicas = math.ceil(rate * out / (b / u) * (1 - 1e-12))
