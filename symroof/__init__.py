@@ -80,7 +80,7 @@ _WHERE = {name: module for module, names in _FROM.items() for name in names}
 
 #: Functions named like a module of the package (``sr.evaluate`` is the function, as it
 #: always was): importing the module must not put the module in the function's place.
-_SHADOWED = frozenset({"atlas", "display", "evaluate", "plan"})
+_SHADOWED = frozenset({"atlas", "display", "evaluate", "memory", "plan"})
 
 
 class _Package(types.ModuleType):

@@ -30,7 +30,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("symroof.workloads",),
     ("symroof.models",),
     ("symroof.display", "symroof.evaluate", "symroof.device", "symroof.lambdified",
-     "symroof.notation"),
+     "symroof.notation",
+     "symroof.memory"),     # parts -> fit -> capacity: the roofline reads the fit
     ("symroof.solve", "symroof.footprint", "symroof.levels", "symroof.bounds", "symroof.training",
      "symroof.serving"),
     ("symroof.compiled", "symroof.numeric"),
