@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("symroof.display", "symroof.evaluate", "symroof.device", "symroof.lambdified",
      "symroof.notation",
      "symroof.memory"),     # parts -> fit -> capacity: the roofline reads the fit
-    ("symroof.solve", "symroof.footprint", "symroof.levels", "symroof.bounds", "symroof.training",
+    ("symroof.solve", "symroof.regimes", "symroof.footprint", "symroof.levels", "symroof.bounds", "symroof.training",
      "symroof.serving"),
     ("symroof.compiled", "symroof.numeric"),
     ("symroof.request",),   # what every front door parses into: above all it builds and runs
