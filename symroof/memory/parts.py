@@ -25,8 +25,7 @@ import sympy as sp
 
 from symroof.analysis import Analysis
 from symroof.errors import SymroofError
-from symroof.ir import Kind, Op
-from symroof.passes.shard import Collective
+from symroof.ir import Collective, Kind, Op
 
 __all__ = ["MemoryParts", "memory_parts"]
 
