@@ -46,7 +46,7 @@ def test_sharded_prefill_three_roofs_against_numbers() -> None:
     branches = regimes(work, "h100-sxm", var=S, link="pcie", communication=True)
     assert [b.bound for b in branches] == ["memory", "compute", "communication"]
     seen = set()
-    for size in (8, 30, 40, 1000, 100_000, 480_000, 500_000, 2_000_000):
+    for size in (8, 40, 1000, 480_000, 500_000, 2_000_000):
         r = roofline(work, "h100-sxm", subs={S: size}, link="pcie")
         times = {"memory": float(r.memory_time_s), "compute": float(r.compute_time_s),
                  "communication": float(r.communication_time_s)}
