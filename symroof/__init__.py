@@ -36,8 +36,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
                                  WindowSpan)
     from symroof.present.formula import latex, text
     from symroof.notation import rewrite
-    from symroof.solve import (Crossover, Curve, Regime, crossover, crossover_curve,
-                               leading_term, limit, regimes, sensitivity, theta)
+    from symroof.regimes import Regime, regimes
+    from symroof.solve import (Crossover, Curve, crossover, crossover_curve, leading_term,
+                               limit, sensitivity, theta)
     from symroof.atlas import Atlas, Family, atlas
     from symroof.atlas.family import family
     from symroof.plan import plan
@@ -73,14 +74,15 @@ _FROM: dict[str, tuple[str, ...]] = {
     "symroof.notation": ("rewrite",),  # a formula in a document's named quantities
     "symroof.plan": ("plan",),  # will these chips serve this model: the planner
     "symroof.present.formula": ("latex", "text"),
-    "symroof.solve": ("Crossover", "Curve", "Regime", "crossover", "crossover_curve",
-                      "leading_term", "limit", "regimes", "sensitivity", "theta"),
+    "symroof.regimes": ("Regime", "regimes"),
+    "symroof.solve": ("Crossover", "Curve", "crossover", "crossover_curve",
+                      "leading_term", "limit", "sensitivity", "theta"),
 }
 _WHERE = {name: module for module, names in _FROM.items() for name in names}
 
 #: Functions named like a module of the package (``sr.evaluate`` is the function, as it
 #: always was): importing the module must not put the module in the function's place.
-_SHADOWED = frozenset({"atlas", "display", "evaluate", "plan"})
+_SHADOWED = frozenset({"atlas", "display", "evaluate", "memory", "plan", "regimes"})
 
 
 class _Package(types.ModuleType):

@@ -24,7 +24,8 @@ from typing import Any
 
 import sympy as sp
 
-from symroof.ir import Elementwise, Gather, Gemm, Graph, Kind, Move, Op, OpGroup, Reduce, View, prod
+from symroof.ir import (Collective, Elementwise, Gather, Gemm, Graph, Kind, Move, Op, OpGroup,
+                        Reduce, View, prod)
 from symroof.options import FlopCount, option
 from symroof.rules import RuleTable
 
@@ -210,6 +211,12 @@ def _gather(op: Gather, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr
 @cost_rule(Move)
 def _move(op: Move, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr]]:
     return _ZERO, {x.name: op.read_fraction for x in op.xs}
+
+
+@cost_rule(Collective)
+def _collective(op: Collective, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr]]:
+    # no arithmetic is counted (a data-movement op); the wire carries factor x its bytes
+    return _ZERO, {op.wire.name: op.factor}
 
 
 @cost_rule(View)

@@ -7,8 +7,7 @@ form typed in.
 
 - :func:`max_sequences`: sequences of ``context`` tokens whose KV cache fits beside the
   weights on each device: ``floor((capacity (1 - reserve) - weights) / KV per sequence)``,
-  both per device from the sharded graph (activations and buffers are what ``reserve``
-  keeps room for; the seeds count neither).
+  the memory package's count (:mod:`symroof.memory.capacity`), re-exported here.
 - :func:`time_to_first_token`: the prefill of ``batch`` prompts, as one step.
 - :func:`weight_quantization`: decode time with 16-bit weights over 4-bit weights (INT4
   weight-only: 4-bit bytes, 16-bit compute) as a formula in the batch, and the batches
@@ -33,6 +32,7 @@ from symroof.errors import SymroofError
 from symroof.evaluate import Point, Roofline, roofline
 from symroof.hardware import HardwareSpec
 from symroof.ir import Kind, as_dim, as_expr
+from symroof.memory.capacity import Capacity, kv_cache_per_device, max_sequences
 from symroof.models import TransformerModel
 from symroof.options import Logits, OpsCounted
 from symroof.precision import Precision
@@ -57,69 +57,6 @@ def _model(model: object, what: str) -> TransformerModel:
 
 def _at_b(x: sp.Expr, precision: Precision) -> sp.Expr:
     return x.xreplace({b: precision.bytes})
-
-
-def kv_cache_per_device(model: TransformerModel, *, batch: object, context: object,
-                        tp: object = 1, pp: object = 1) -> sp.Expr:
-    """KV-cache bytes one device holds for ``batch`` sequences at ``context`` positions
-    (a decode graph's cache tensors, sharded: KV heads split or replicated, a stage's
-    layers)."""
-    dec = decode(model, batch, context, tp=tp, pp=pp)
-    return dec.cost.bytes_by_kind.get(Kind.KV_CACHE, sp.Integer(0))
-
-
-@dataclass(frozen=True)
-class Capacity:
-    """How many sequences fit on each device, and the figures behind the count.
-
-    ``exact`` is ``free / per_sequence`` before rounding down; ``sequences`` the count
-    (0 when the weights alone do not fit).
-    """
-
-    sequences: sp.Expr
-    exact: sp.Expr
-    usable: sp.Expr          # capacity x (1 - reserve), per device
-    weights: sp.Expr         # per device
-    per_sequence: sp.Expr    # KV bytes of one sequence, per device
-    capacity: sp.Expr
-    reserve: sp.Expr
-    tp: sp.Expr
-    pp: sp.Expr
-
-    @property
-    def free(self) -> sp.Expr:
-        """usable - weights: the room for KV caches on each device."""
-        return self.usable - self.weights
-
-
-def max_sequences(model: TransformerModel, hw: HardwareSpec | str, *, context: object,
-                  tp: object = 1, pp: object = 1, reserve: object = 0,
-                  precision: Precision | str = Precision.BF16,
-                  level: str | None = None) -> Capacity:
-    """Sequences of ``context`` positions whose caches fit beside the weights, on each of
-    ``tp x pp`` devices (see the module docstring); a free ``b`` is ``precision``'s.
-
-    >>> from symroof.models import get
-    >>> m = get("llama-3-70b").with_precision(weights="fp8", kv_cache="fp8", activations="fp8")
-    >>> max_sequences(m, "h100-sxm", context=8000, tp=4).sequences    # "190 users at 8k"
-    190
-    """
-    m = _model(model, "max_sequences")
-    fmt = Precision.parse(precision)  # at the boundary: a name becomes a Precision
-    spec = hardware.resolve(hw)
-    t, p, _ = check_layout(m, tp=tp, pp=pp)
-    cap = spec.capacity(level)
-    if cap is None:
-        raise SymroofError(f"max_sequences: {spec.name} has no published capacity for "
-                           f"{level or 'main memory'}")
-    r = roofline(decode(m, 1, as_dim(context, "context"), tp=t, pp=p), spec,
-                 precision=fmt, reserve=reserve, level=level)
-    assert r.memory is not None and r.memory.usable is not None  # a known capacity
-    weights, per_seq = _at_b(r.memory.weights, fmt), _at_b(r.memory.kv_cache, fmt)
-    usable = r.memory.usable
-    exact = (usable - weights) / per_seq
-    count = sp.Max(sp.Integer(0), sp.floor(exact)) if exact.is_number else exact
-    return Capacity(count, exact, usable, weights, per_seq, cap, r.memory.reserve, t, p)
 
 
 def time_to_first_token(model: TransformerModel, hw: HardwareSpec | str, *, batch: object,

@@ -1,8 +1,11 @@
-"""Solvers: limits, crossovers with their conditions, curves, regimes, asymptotics.
+"""Solvers: limits, crossovers with their conditions, curves, asymptotics (the roofline's
+regimes are :mod:`symroof.regimes`, beside the roofline; ``regimes`` and ``Regime`` load
+from here too).
 
 Everything works on rational functions through their numerator and denominator as
 polynomials in the variable (leading terms, roots by degree); no general-purpose
-simplification. Min and Max never reach a solver: roofline bounds come as branches (:func:`regimes`).
+simplification. Min and Max never reach a solver: roofline bounds come as branches
+(:func:`symroof.regimes.regimes`).
 Every solver checks its input against the size and degree limits and runs under the
 wall-clock and memory guard of :mod:`symroof.budget`; a BudgetError names the call.
 
@@ -19,26 +22,30 @@ wall-clock and memory guard of :mod:`symroof.budget`; a BudgetError names the ca
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Mapping
 from typing import Any
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import sympy as sp
 
-from symroof.analysis import Analysis
 from symroof.budget import (check_expr, current, degree_bound, guarded, light, note,
                             substitute)
 from symroof.display import positive_denominator
 from symroof.errors import SymroofError
-from symroof.evaluate import Roofline, roofline
-from symroof.hardware import HardwareSpec
 from symroof.ir import as_expr
-from symroof.precision import Precision
 from symroof.rich import Rich
 
 __all__ = ["limit", "leading_term", "crossover", "Crossover", "Crossings", "crossover_curve",
-           "Curve",
-           "regimes", "Regime", "sensitivity", "theta", "positive_condition"]
+           "Curve", "sensitivity", "theta", "positive_condition"]
+
+
+def __getattr__(name: str) -> Any:
+    """``regimes`` and ``Regime``, which moved to :mod:`symroof.regimes` (that module
+    builds on this one, so they load on first use)."""
+    if name in ("regimes", "Regime"):
+        return getattr(importlib.import_module("symroof.regimes"), name)
+    raise AttributeError(f"module 'symroof.solve' has no attribute {name!r}")
 
 
 def power_hint(expr: sp.Expr, var: sp.Symbol) -> str:
@@ -398,51 +405,6 @@ def crossover_curve(lhs: object, rhs: object, x: sp.Symbol, y: sp.Symbol) -> lis
     """``y`` as a function of ``x`` along ``lhs = rhs`` (one curve per branch)."""
     _symbol(x, "crossover_curve x")
     return [Curve(x, c.var, c.value, c.conditions) for c in crossover(lhs, rhs, y)]
-
-
-@dataclass(frozen=True)
-class Regime:
-    """One branch of the roofline: where ``condition`` holds, time is ``time_s``."""
-
-    bound: str
-    condition: sp.Expr | bool
-    time_s: sp.Expr
-    attainable: sp.Expr
-    boundary: tuple[Crossover, ...] = field(default_factory=tuple)
-
-
-def regimes(workload: Analysis, hw: HardwareSpec | str, *,
-            precision: Precision | str = Precision.BF16,
-            subs: Mapping[object, object] | None = None, var: sp.Symbol | None = None,
-            unit: str | None = None, level: str | None = None) -> list[Regime]:
-    """The memory-bound and compute-bound branches of a workload's roofline.
-
-    Each branch gives its condition (intensity below or above the ridge) and its time.
-    With ``var``, each also gives where it starts or ends in that variable.
-    """
-    if var is not None:
-        _symbol(var, "regimes var")
-    r = roofline(workload, hw, precision=precision, subs=subs, unit=unit, level=level)
-    _checked(r.intensity, "regimes")
-    return guarded(f"regimes of {workload.graph.name!r} on {r.hardware}", _regimes, r, var,
-                   unguarded=_quick(r.intensity, var, 2))
-
-
-def _regimes(r: Roofline, var: sp.Symbol | None) -> list[Regime]:
-    note("the sign of intensity - ridge")
-    below = _positive_condition(r.ridge - r.intensity)
-    above = _positive_condition(r.intensity - r.ridge)
-    cross = tuple(_crossover(r.intensity - r.ridge, var)) if var is not None and \
-        var in r.intensity.free_symbols else ()
-    out = []
-    for bound, cond, time, attain in (
-            ("memory", below, r.memory_time_s, r.bandwidth * r.intensity),
-            ("compute", above, r.compute_time_s, r.peak)):
-        if cond is False:
-            continue
-        out.append(Regime(bound, cond, sp.factor_terms(sp.cancel(time)),
-                          sp.factor_terms(sp.cancel(attain)), cross))
-    return out
 
 
 def sensitivity(expr: object, var: sp.Symbol) -> sp.Expr:

@@ -311,6 +311,12 @@ class Graph:
         assert order is not None  # validate() refused a cycle
         return tuple(n for n in order if isinstance(n, Op))
 
+    def ops_in_order(self) -> tuple[Op, ...]:
+        """Ops in the order they were added (a builder's reading order; a topological
+        order too, since an op is added after the ops whose outputs it reads)."""
+        self.validate()
+        return tuple(n for n in self.nx.nodes if isinstance(n, Op))
+
     def _sorted(self) -> tuple[Node, ...] | None:
         """Every node in topological order, ties broken by name (None for a cycle),
         sorted once per version of the nx graph."""

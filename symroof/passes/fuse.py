@@ -7,6 +7,11 @@ the group from chip; an input read by several ops of the group is read once. The
 result records each group and the on-chip capacity its internal tensors need, as a
 condition. Rules for elementwise chains, GEMM epilogues and attention are the same rule.
 
+A group is given by the names of its ops (a claim's ``fuse =``, a scan kernel whose ops
+a builder lists) or found by a :class:`~symroof.ir.pattern.Pattern` over op groups: the
+pass matches each pattern on the graph it is given, so a workload built from new layers
+is fused by its structure (a GEMM and its bias add, FlashAttention's region).
+
 >>> from symroof.symbols import n
 >>> from symroof.ir import Graph
 >>> from symroof.analysis import analyze
@@ -26,28 +31,65 @@ import sympy as sp
 
 from symroof.errors import SymroofError
 from symroof.ir import FusedGroup, Graph, Node, Op, Tensor, require_graph
+from symroof.ir.pattern import GEMM_EPILOGUE, Pattern
 
-__all__ = ["Fuse", "FusedGroup", "fuse", "fuse_pass", "unfuse"]  # FusedGroup: re-exported from symroof.ir
+__all__ = ["Fuse", "FusedGroup", "Pattern", "GEMM_EPILOGUE", "fuse", "fuse_pass",
+           "unfuse"]  # FusedGroup, Pattern, GEMM_EPILOGUE: re-exported from symroof.ir
 
 
 @dataclass(frozen=True)
 class Fuse:
-    """Fuse each group of op names into one kernel (a Graph -> Graph pass)."""
+    """Fuse each group of op names, and each region a pattern matches, into one kernel
+    (a Graph -> Graph pass).
+
+    A pattern's match that shares an op with a named group or an earlier match is left
+    alone. The groups are applied in the order the graph's ops were added (the order of
+    the op that completes each group); named groups keep their order among themselves.
+    """
 
     groups: tuple[frozenset[str], ...]
     tile_capacity: tuple[sp.Expr | None, ...] = ()
     name: str = "fuse"
+    patterns: tuple[Pattern, ...] = ()
+
+    @property
+    def wanted(self) -> bool:
+        """Whether the pass has anything to look for (named groups or patterns)."""
+        return bool(self.groups or self.patterns)
 
     def apply(self, graph: Graph) -> Graph:
         """A new graph; ``graph`` is not changed."""
         g = graph.copy()
         fused = list(g.provenance.fused)
-        for i, group in enumerate(self.groups):
+        for group, tile in self.kernels(g):
             ops = [_op(g, name, self.name) for name in sorted(group)]
-            tile = self.tile_capacity[i] if i < len(self.tile_capacity) else None
             fused.append(_fuse_group(g, ops, tile))
         g.record(fused=tuple(fused))
         return g
+
+    def kernels(self, graph: Graph) -> list[tuple[frozenset[str], sp.Expr | None]]:
+        """The groups this pass fuses in ``graph``, in order, with their tiles."""
+        named = [(group, self.tile_capacity[i] if i < len(self.tile_capacity) else None)
+                 for i, group in enumerate(self.groups)]
+        if not self.patterns:
+            return named
+        at = {op.name: i for i, op in enumerate(graph.ops_in_order())}
+        claimed = {name for group, _ in named for name in group}
+        found = []
+        for pattern in self.patterns:
+            for group, tile in pattern.matches(graph):
+                if not group & claimed:
+                    claimed |= group
+                    found.append((max(at[n] for n in group), group, tile))
+        found.sort(key=lambda f: f[0])
+        out: list[tuple[frozenset[str], sp.Expr | None]] = []
+        for group, tile in named:
+            end = max((at[n] for n in group if n in at), default=-1)
+            while found and found[0][0] < end:
+                out.append(found.pop(0)[1:])
+            out.append((group, tile))
+        out.extend(f[1:] for f in found)
+        return out
 
 
 def _op(g: Graph, name: str, pass_name: str) -> Op:

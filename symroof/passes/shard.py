@@ -37,15 +37,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
-from typing import ClassVar
 
 import networkx as nx
 import sympy as sp
 
-from symroof.cost import MEMORY_KINDS, Convention, cost_rule
+from symroof.cost import MEMORY_KINDS
 from symroof.errors import SymroofError
-from symroof.ir import (Gather, Graph, Kind, Op, OpGroup, Tensor, as_dim, as_expr, node,
-                        require_graph)
+from symroof.ir import Gather, Graph, Kind, Op, Tensor, as_dim, as_expr, require_graph
+from symroof.ir.collective import Collective, CollectiveKind  # in the IR; re-exported here
 from symroof.ir.provenance import FusedGroup
 from symroof.options import option
 from symroof.passes.tensor_parallel import TensorParallelPlan, tensor_parallel_plan
@@ -57,14 +56,6 @@ _ONE = sp.Integer(1)
 
 #: Tensor kinds whose bytes cross the memory boundary: every kind but communication,
 #: which crosses a link (a roof of its own). Count these as Q of a sharded graph.
-
-
-class CollectiveKind(StrEnum):
-    """What a collective does, and so how many bytes each device sends."""
-
-    ALL_REDUCE = "all_reduce"  # ring: reduce-scatter then all-gather, 2(t-1)/t of the bytes
-    ALL_GATHER = "all_gather"  # ring: (t-1)/t of the gathered bytes
-    SEND = "send"              # point to point between pipeline stages: all of the bytes
 
 
 class CollectiveAlgorithm(StrEnum):
@@ -82,48 +73,6 @@ class CollectiveAlgorithm(StrEnum):
     RING = "ring"
     TREE = "tree"
     FULL = "full"
-
-
-@node
-class Collective(Op):
-    """A collective over the tensor-parallel group, or a send between pipeline stages.
-
-    Reads ``x`` and writes ``out`` (the reduced, gathered or received value) and ``wire``,
-    a tensor of kind communication whose bytes, times :attr:`factor`, are what each device
-    sends over its link. ``tp``, ``pp`` and ``microbatches`` record the layout.
-    """
-
-    x: Tensor = None  # type: ignore[assignment]
-    out: Tensor = None  # type: ignore[assignment]
-    wire: Tensor = None  # type: ignore[assignment]
-    kind: CollectiveKind = CollectiveKind.ALL_REDUCE
-    tp: sp.Expr = _ONE
-    pp: sp.Expr = _ONE
-    microbatches: sp.Expr = _ONE
-    group: ClassVar[OpGroup] = OpGroup.DATA_MOVEMENT
-    operands: ClassVar[tuple[str, ...]] = ("x",)
-
-    def _validate(self) -> None:
-        if not isinstance(self.wire, Tensor) or self.wire.kind != Kind.COMMUNICATION:
-            raise self._fail("field 'wire': expected a Tensor of kind communication")
-        object.__setattr__(self, "kind", option(CollectiveKind, self.kind, "collective kind"))
-        for f in ("tp", "pp", "microbatches"):
-            object.__setattr__(self, f, as_dim(getattr(self, f), f"collective {self.name!r} {f}"))
-
-    @property
-    def outputs(self) -> tuple[Tensor, ...]:
-        """The result and the bytes on the wire."""
-        return (self.out, self.wire)
-
-    @property
-    def factor(self) -> sp.Expr:
-        """Bytes each device sends per byte of ``wire``: 2(t-1)/t, (t-1)/t or 1."""
-        t = self.tp
-        if self.kind is CollectiveKind.ALL_REDUCE:
-            return 2 * (t - 1) / t
-        if self.kind is CollectiveKind.ALL_GATHER:
-            return (t - 1) / t
-        return _ONE
 
 
 def _algorithm_terms(kind: CollectiveKind, algorithm: CollectiveAlgorithm,
@@ -165,12 +114,6 @@ def collective_terms(graph: Graph, algorithm: CollectiveAlgorithm | str = "ring"
         steps.append(n * k)
         count.append(n)
     return (sp.expand(sp.Add(*sent)), sp.expand(sp.Add(*steps)), sp.expand(sp.Add(*count)))
-
-
-@cost_rule(Collective)
-def _collective(op: Collective, conv: Convention) -> tuple[sp.Expr, Mapping[str, sp.Expr]]:
-    # no arithmetic is counted (a data-movement op); the wire carries factor x its bytes
-    return sp.Integer(0), {op.wire.name: op.factor}
 
 
 @dataclass(frozen=True)

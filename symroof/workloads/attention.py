@@ -12,13 +12,15 @@ S/(2*b)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import sympy as sp
 
 from symroof.analysis import Analysis, analyze
 from symroof.errors import SymroofError
-from symroof.ir import Graph, OpGroup, Tensor, as_dim, as_expr
+from symroof.ir import Gemm, Graph, Op, OpGroup, Pattern, Step, Tensor, as_dim, as_expr
 from symroof.options import (Causal, FlopCount, OpsCounted, Saves, Unfused, WindowKernel, WindowSpan,
                              option, renamed)
 from symroof.passes.fuse import Fuse
@@ -27,11 +29,13 @@ from symroof.symbols import b as _b
 from symroof.symbols import dim
 
 __all__ = ["attention", "attention_core", "ElementwiseFlops", "causal_fraction", "FusionGroup",
-           "fuse_groups", "op_groups", "flash_tile_bytes", "window_fraction", "window_span"]
+           "fuse_groups", "op_groups", "FLASH_ATTENTION", "flash_tile_bytes", "window_fraction",
+           "window_span"]
 
-#: Ops a builder wants fused into one kernel, and the on-chip bytes a streaming kernel
-#: needs (None: the group's internal tensors are held whole). Builders collect these and
-#: apply them with the fusion pass when the graph is complete.
+#: Ops a builder wants fused into one kernel, named, and the on-chip bytes a streaming
+#: kernel needs (None: the group's internal tensors are held whole). Builders collect
+#: these for kernels no pattern describes (a scan's ops) and apply them with their
+#: patterns in the fusion pass when the graph is complete.
 FusionGroup = tuple[frozenset[str], sp.Expr | None]
 
 
@@ -154,18 +158,36 @@ def flash_tile_bytes(head_dim: sp.Expr, b: sp.Expr) -> sp.Expr:
     return (2 * br + 2 * bc) * head_dim * b + 4 * br * bc
 
 
-def fusion(groups: list[FusionGroup]) -> Fuse:
-    """The fusion pass of a builder's queued groups (with their on-chip tile capacities):
-    a pipeline's first stage."""
-    return Fuse(tuple(grp for grp, _ in groups), tuple(tile for _, tile in groups))
+def _flash_tile(ops: tuple[Op, ...]) -> sp.Expr:
+    """The FlashAttention tile of a matched region: its scores GEMM's query operand gives
+    the head width and the bytes per value."""
+    q = cast(Gemm, ops[0]).a
+    return flash_tile_bytes(q.shape[-1], q.bytes_per_value)
 
 
-def fuse_groups(g: Graph, groups: list[FusionGroup]) -> Graph:
-    """``g`` with the builder's fusion groups applied by the fusion pass, in a pipeline of
-    that one stage."""
-    if not groups:
+#: FlashAttention as one kernel, by its structure: a GEMM of two activations (the
+#: scores), elementwise ops and views (scaling, masks, softmax, sinks, dropout), and the
+#: GEMM of the probabilities with the values; the scores stay on chip, in tiles.
+FLASH_ATTENTION = Pattern(
+    "flash attention", head=Step(OpGroup.CONTRACTION, weight=False),
+    tail=Step(OpGroup.CONTRACTION, weight=False),
+    body=frozenset({OpGroup.ELEMENTWISE, OpGroup.DATA_MOVEMENT}), heads=1, tile=_flash_tile)
+
+
+def fusion(groups: list[FusionGroup], patterns: Sequence[Pattern] = ()) -> Fuse:
+    """The fusion pass of a builder's patterns and its groups of named ops (with their
+    on-chip tile capacities): a pipeline's first stage."""
+    return Fuse(tuple(grp for grp, _ in groups), tuple(tile for _, tile in groups),
+                patterns=tuple(patterns))
+
+
+def fuse_groups(g: Graph, groups: list[FusionGroup],
+                patterns: Sequence[Pattern] = ()) -> Graph:
+    """``g`` with the builder's patterns and fusion groups applied by the fusion pass, in
+    a pipeline of that one stage."""
+    if not groups and not patterns:
         return g
-    return Pipeline("fuse", (fusion(groups),)).apply(g)
+    return Pipeline("fuse", (fusion(groups, patterns),)).apply(g)
 
 
 @renamed(flops="flop_count", S="seq", D="d_model")
@@ -216,7 +238,8 @@ def attention(seq: object, d_model: object, heads: object, *, head_dim: object |
         of = g.view(o, (bt, s_, h_ * hd), name="o")
         o = g.gemm(of, g.weight("W_o", (h_ * hd, d_), bytes_per_value=b), name="o_proj")
     g.output(o)
-    return analyze(fuse_groups(g, [kernel] if kernel else []), flop_count=flop_count,
+    return analyze(fuse_groups(g, [], [FLASH_ATTENTION] if kernel else []),
+                   flop_count=flop_count,
                    ops=op_groups(ops), tokens=bt * s_)
 
 

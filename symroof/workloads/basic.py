@@ -11,13 +11,18 @@ import sympy as sp
 
 from symroof.analysis import Analysis, analyze
 from symroof.errors import SymroofError, shown
-from symroof.ir import Graph, as_dim, as_expr
+from symroof.ir import Graph, OpGroup, Pattern, Step, as_dim, as_expr
 from symroof.options import FlopCount, Lowering, option, renamed
-from symroof.passes.fuse import fuse_pass
+from symroof.passes.fuse import Fuse
 from symroof.passes.pipeline import Pipeline
 from symroof.symbols import b as _b
 
-__all__ = ["gemm", "gemv", "elementwise", "conv2d"]
+__all__ = ["gemm", "gemv", "elementwise", "conv2d", "IMPLICIT_IM2COL"]
+
+#: Implicit im2col: the data movement that lays out a GEMM's operand, done on the fly
+#: inside the GEMM (the lowered matrix never leaves the chip).
+IMPLICIT_IM2COL = Pattern("implicit im2col", head=Step(OpGroup.DATA_MOVEMENT),
+                          tail=Step(OpGroup.CONTRACTION), heads=1, operand=None)
 
 
 @renamed(flops="flop_count")
@@ -109,5 +114,5 @@ def conv2d(batch: object, in_channels: object, height: object, width: object,
     if assumptions:   # what the output sizes assume, in the graph's provenance
         g.record(assumptions=(*g.provenance.assumptions, *assumptions))
     if low is Lowering.IMPLICIT:  # im2col on the fly: the lowering fused into the GEMM
-        g = Pipeline("conv2d", (fuse_pass([{"im2col", "Y"}]),)).apply(g)
+        g = Pipeline("conv2d", (Fuse((), patterns=(IMPLICIT_IM2COL,)),)).apply(g)
     return analyze(g, flop_count=flop_count)

@@ -19,8 +19,9 @@ from typing import Protocol, runtime_checkable
 
 import sympy as sp
 
-from symroof.ir import Graph, Tensor
+from symroof.ir import GEMM_EPILOGUE, Graph, Pattern, Tensor
 from symroof.options import Saves
+from symroof.passes.fuse import Fuse
 from symroof.workloads.attention import ElementwiseFlops, FusionGroup
 
 __all__ = ["TransformerShape", "LatentShape", "LayerGroup", "Builder", "DROPOUT_FLOPS", "MIXERS"]
@@ -233,6 +234,17 @@ class Builder:
     fl: ElementwiseFlops
     fusions: list[FusionGroup] = field(default_factory=list)
     prefix: str = ""
+    patterns: list[Pattern] = field(default_factory=list)
+
+    def want(self, pattern: Pattern) -> None:
+        """Ask the fusion pass to fuse every region ``pattern`` matches (once)."""
+        if pattern not in self.patterns:
+            self.patterns.append(pattern)
+
+    def fusion(self) -> Fuse:
+        """The fusion pass of the patterns and the named groups this builder collected."""
+        return Fuse(tuple(grp for grp, _ in self.fusions),
+                    tuple(tile for _, tile in self.fusions), patterns=tuple(self.patterns))
 
     def n(self, name: str) -> str:
         """``name`` in the current layer group."""
@@ -258,7 +270,7 @@ class Builder:
             bvec = self.weight(f"{w_name}.bias", bshape)
             out = g.elementwise(y, bvec, name=self.n(f"{name}+bias"),
                                 flops_per_element=self.fl.bias * share, linear=True)
-            self.fusions.append((frozenset({y.name, out.name}), None))  # the GEMM's epilogue
+            self.want(GEMM_EPILOGUE)  # the GEMM's epilogue
             y = out
         if share != 1:
             g.set_crossings(y, writes=share, reads=share)

@@ -24,12 +24,18 @@ from __future__ import annotations
 
 import sympy as sp
 
-from symroof.ir import Kind, Tensor
+from symroof.ir import Kind, Pattern, Tensor
 from symroof.options import LatentDecode, Saves, Unfused
-from symroof.workloads.attention import attention_core, flash_tile_bytes
+from symroof.workloads.attention import FLASH_ATTENTION, attention_core, flash_tile_bytes
 from symroof.workloads.builder import Builder
 
-__all__ = ["latent_attention"]
+__all__ = ["latent_attention", "LATENT_ATTENTION"]
+
+#: Absorbed latent attention as one kernel: FlashAttention's structure with two scores
+#: GEMMs (on the latent and on the rotary key) summed before the softmax. Its tile is
+#: the builder's (the latent's width and the cache's bytes per value).
+LATENT_ATTENTION = Pattern("latent attention", FLASH_ATTENTION.head, FLASH_ATTENTION.tail,
+                           FLASH_ATTENTION.body, heads=2)
 
 
 def latent_attention(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr, span: sp.Expr,
@@ -105,7 +111,7 @@ def _naive(b: Builder, q: Tensor, c_src: Tensor, r_src: Tensor, *, batch: sp.Exp
     o, kernel = attention_core(g, qh, k, v, work_fraction=work_fraction, fused=fused,
                                unfused=unfused, softmax_flops=b.fl.softmax, prefix=b.prefix)
     if kernel is not None:
-        b.fusions.append(kernel)
+        b.want(FLASH_ATTENTION)
     return g.view(o, (batch, seq, heads * dv), name=b.n("o_heads"))
 
 
@@ -129,8 +135,7 @@ def _absorbed(b: Builder, q: Tensor, c_src: Tensor, r_src: Tensor, *, batch: sp.
                            linear=True)
     probs = g.elementwise(scores, name=b.n("softmax"), flops_per_element=fl.softmax)
     o_lat = g.gemm(probs, c_src, name=b.n("pv"))
-    group = frozenset(t.name for t in (s_lat, s_rope, scores, probs, o_lat))
-    b.fusions.append((group, flash_tile_bytes(dc + dr, m.kv_bytes)))
+    b.want(LATENT_ATTENTION.with_tile(flash_tile_bytes(dc + dr, m.kv_bytes)))
     o_lat = g.view(o_lat, (heads, rows, dc), name=b.n("o_latent"))
     o = g.gemm(o_lat, b.weight("W_uv", (heads, dc, dv)), name=b.n("o_absorb"))
     return g.view(o, (batch, seq, heads * dv), name=b.n("o_heads"))

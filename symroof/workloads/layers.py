@@ -28,8 +28,8 @@ from symroof.options import (Causal, ExpertReads, LatentDecode, Logits, Saves, U
                              WindowSpan, option)
 from symroof.passes.fuse import Fuse
 from symroof.passes.pipeline import Pipeline
-from symroof.workloads.attention import (ElementwiseFlops, attention_core, causal_fraction,
-                                         fusion, window_fraction, window_span)
+from symroof.workloads.attention import (FLASH_ATTENTION, ElementwiseFlops, attention_core,
+                                         causal_fraction, window_fraction, window_span)
 from symroof.workloads.builder import (Builder, LayerGroup, LatentShape, TransformerShape, kv_dim,
                                       q_dim)
 from symroof.workloads.dropout import attention_core_with_dropout
@@ -136,7 +136,7 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
                                    unfused=c.unfused, softmax_flops=fl.softmax,
                                    prefix=b.prefix, sinks=sinks)
     if kernel is not None:
-        b.fusions.append(kernel)
+        b.want(FLASH_ATTENTION)
     o = g.view(o, (batch, seq, q_dim(m)), name=b.n("o_heads"))
     if gate is not None:
         o = g.elementwise(o, gate, name=b.n("attn_gate"), flops_per_element=fl.gate + 4)
@@ -254,7 +254,7 @@ def forward_graph(m: TransformerShape, *, batch: object, seq: object,
                       flops_per_element=flops_per_element, name=name,
                       window_kernel=window_kernel, window_span=window_span, latent=latent,
                       expert_reads=expert_reads, dropout=dropout)
-    return Pipeline(g.name, (fuse,)).apply(g) if fuse.groups else g
+    return Pipeline(g.name, (fuse,)).apply(g) if fuse.wanted else g
 
 
 def forward(m: TransformerShape, *, batch: object, seq: object,
@@ -310,7 +310,7 @@ def forward(m: TransformerShape, *, batch: object, seq: object,
     x = build.norm(x, "final_norm")
     if lg is Logits.NONE or table is None:
         g.output(x)
-        return g, fusion(build.fusions)
+        return g, build.fusion()
     if lg is Logits.LAST and sq != 1:
         x = g.move(x, name="last_token", shape=(bt, 1, m.d_model), read_fraction=1 / sq)
     if m.tied_embeddings:
@@ -319,7 +319,7 @@ def forward(m: TransformerShape, *, batch: object, seq: object,
         w = g.weight("W_lm", (m.d_model, m.vocab), bytes_per_value=m.weight_bytes)
         out = g.gemm(x, w, name="lm_head")
     g.output(out)
-    return g, fusion(build.fusions)
+    return g, build.fusion()
 
 
 def _inputs_of_kind(g: Graph, kind: Kind) -> Iterator[tuple[Tensor, sp.Expr]]:

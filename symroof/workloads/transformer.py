@@ -174,7 +174,7 @@ def serving_pipeline(name: str, fuse: Fuse, *, tp: sp.Expr, pp: sp.Expr,
     """A forward workload's passes: its builder's fusion, then (on more than one device)
     one device's share with its communication. ``tp``, ``pp`` and ``microbatches`` are
     a checked layout (:func:`check_layout`)."""
-    stages: tuple[Pass, ...] = (fuse,) if fuse.groups else ()
+    stages: tuple[Pass, ...] = (fuse,) if fuse.wanted else ()
     if tp * pp != 1:
         stages += (Shard(tp, pp, microbatches),)
     return Pipeline(name, stages)
@@ -206,7 +206,7 @@ def training_graph(model: TransformerShape, batch: object, seq: object, *,
                         name=f"{m.name}-train", window_kernel=window_kernel,
                         window_span=window_span, dropout=True)
     after = training_pipeline(recompute=recompute, optimizer=optimizer)
-    stages = ((fuse,) if fuse.groups else ()) + after.stages
+    stages = ((fuse,) if fuse.wanted else ()) + after.stages
     return Pipeline(after.name, stages).apply(fwd)
 
 

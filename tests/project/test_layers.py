@@ -30,8 +30,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("symroof.workloads",),
     ("symroof.models",),
     ("symroof.display", "symroof.evaluate", "symroof.device", "symroof.compiled.lambdified",
-     "symroof.notation"),
-    ("symroof.solve", "symroof.footprint", "symroof.levels", "symroof.bounds", "symroof.training",
+     "symroof.notation",
+     "symroof.memory"),     # parts -> fit -> capacity: the roofline reads the fit
+    ("symroof.solve", "symroof.regimes", "symroof.footprint", "symroof.levels", "symroof.bounds", "symroof.training",
      "symroof.serving"),
     ("symroof.compiled", "symroof.lambdified",
      "symroof.numeric"),     # the package, and the old paths of two of its modules
