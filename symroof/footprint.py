@@ -17,7 +17,7 @@ from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec
 from symroof.ir import as_dim, as_expr
 from symroof.models.config import TransformerModel
-from symroof.options import Recompute, Statistics, option
+from symroof.options import Recompute, Statistics, WindowCache, option
 from symroof.passes.optimizer import ADAM
 from symroof.passes.saved import saved_tensors
 from symroof.precision import Precision
@@ -69,11 +69,13 @@ def saved_activations(model: TransformerModel, batch: object, seq: object, *,
 def memory(model: TransformerModel, *, batch: object, context: object, training: bool = False,
            optimizer_state_bytes: object | None = None, fused: bool = True,
            recompute: Recompute | bool | str = Recompute.FLASH,
-           statistics: Statistics | str = Statistics.SAVED) -> Footprint:
+           statistics: Statistics | str = Statistics.SAVED,
+           window_cache: WindowCache | str = WindowCache.WINDOW) -> Footprint:
     """Footprint of serving ``batch`` sequences of ``context`` tokens, or of training on them.
 
     Inference: weights plus the KV cache (2 * layers * kv_heads * head_dim * kv_bytes per
-    token; a windowed layer holds at most its window of positions, a latent-attention
+    token; a windowed layer holds at most its window of positions, ``window_cache``: W
+    by default, W - 1 as transformers' dynamic cache keeps them; a latent-attention
     layer d_c + d_r values per token); its activations (one layer's transient tensors)
     are left at 0 here, as the seeds do. Training: weights, gradients at the weights' bytes, optimizer state at
     ``optimizer_state_bytes`` per parameter (default: the training step's Adam, 12), and the
@@ -87,7 +89,8 @@ def memory(model: TransformerModel, *, batch: object, context: object, training:
     weights = model.params * model.weight_bytes
     zero = sp.Integer(0)
     if not training:
-        return Footprint(weights, model.kv_cache_bytes(ctx) * bt, zero, zero, zero)
+        return Footprint(weights, model.kv_cache_bytes(ctx, window_cache) * bt, zero, zero,
+                         zero)
     state = ADAM.state_bytes if optimizer_state_bytes is None else as_expr(
         optimizer_state_bytes, "memory optimizer_state_bytes")
     return Footprint(weights, zero, saved_activations(model, bt, ctx, fused=fused,
@@ -98,7 +101,8 @@ def memory(model: TransformerModel, *, batch: object, context: object, training:
 
 def capacity(model: TransformerModel, hw: HardwareSpec | str, *, context: object, tp: int = 1,
              level: str | None = None,
-             precision: Precision | str = Precision.BF16) -> sp.Expr:
+             precision: Precision | str = Precision.BF16,
+             window_cache: WindowCache | str = WindowCache.WINDOW) -> sp.Expr:
     """How many sequences of ``context`` tokens fit beside the weights on ``tp`` devices:
     the ``sequences`` of :func:`symroof.serving.max_sequences`, the one memory count
     (``symroof capacity`` prints the same), here without a reserve.
@@ -107,7 +111,8 @@ def capacity(model: TransformerModel, hw: HardwareSpec | str, *, context: object
     which is (tp * capacity - weights) / KV per sequence while ``tp`` divides the KV
     heads; past that each device keeps a whole KV head, so the count stops growing with
     ``tp``. A ``tp`` that does not divide the heads is refused, as every sharded workload
-    refuses it. A windowed layer's cache holds at most its window. A model whose bytes per
+    refuses it. A windowed layer's cache holds at most its window (``window_cache``, as
+    :func:`symroof.serving.max_sequences` takes it). A model whose bytes per
     value are the free symbol ``b`` (a preset) is counted at ``precision``; set other
     formats with ``model.with_precision(...)``.
     """
@@ -116,5 +121,5 @@ def capacity(model: TransformerModel, hw: HardwareSpec | str, *, context: object
     if not isinstance(tp, int) or isinstance(tp, bool) or tp < 1:
         raise SymroofError(f"capacity tp: expected a positive integer, got {tp!r}")
     found: sp.Expr = max_sequences(model, hw, context=context, tp=tp, level=level,
-                                   precision=precision).sequences
+                                   precision=precision, window_cache=window_cache).sequences
     return found

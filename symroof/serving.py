@@ -34,7 +34,7 @@ from symroof.evaluate import Point, Roofline, roofline
 from symroof.hardware import HardwareSpec
 from symroof.ir import Kind, as_dim, as_expr
 from symroof.models import TransformerModel
-from symroof.options import Logits, OpsCounted
+from symroof.options import ExpertReads, Logits, OpsCounted, WindowCache
 from symroof.precision import Precision
 from symroof.symbols import B, b
 from symroof.workloads import decode, prefill
@@ -60,11 +60,14 @@ def _at_b(x: sp.Expr, precision: Precision) -> sp.Expr:
 
 
 def kv_cache_per_device(model: TransformerModel, *, batch: object, context: object,
-                        tp: object = 1, pp: object = 1) -> sp.Expr:
+                        tp: object = 1, pp: object = 1,
+                        window_cache: WindowCache | str = WindowCache.WINDOW) -> sp.Expr:
     """KV-cache bytes one device holds for ``batch`` sequences at ``context`` positions
     (a decode graph's cache tensors, sharded: KV heads split or replicated, a stage's
-    layers)."""
-    dec = decode(model, batch, context, tp=tp, pp=pp)
+    layers); a windowed layer's buffer holds ``window_cache`` positions (default W; see
+    :class:`symroof.options.WindowCache`)."""
+    dec = decode(_model(model, "kv_cache_per_device").as_cached(window_cache), batch,
+                 context, tp=tp, pp=pp)
     return dec.cost.bytes_by_kind.get(Kind.KV_CACHE, sp.Integer(0))
 
 
@@ -95,9 +98,13 @@ class Capacity:
 def max_sequences(model: TransformerModel, hw: HardwareSpec | str, *, context: object,
                   tp: object = 1, pp: object = 1, reserve: object = 0,
                   precision: Precision | str = Precision.BF16,
-                  level: str | None = None) -> Capacity:
+                  level: str | None = None,
+                  window_cache: WindowCache | str = WindowCache.WINDOW) -> Capacity:
     """Sequences of ``context`` positions whose caches fit beside the weights, on each of
-    ``tp x pp`` devices (see the module docstring); a free ``b`` is ``precision``'s.
+    ``tp x pp`` devices (see the module docstring); a free ``b`` is ``precision``'s. A
+    windowed layer's rolling buffer holds ``window_cache`` positions once the context
+    passes the window (default ``"window"``, W; ``"window_minus_1"``: transformers'
+    dynamic cache).
 
     >>> from symroof.models import get
     >>> m = get("llama-3-70b").with_precision(weights="fp8", kv_cache="fp8", activations="fp8")
@@ -112,8 +119,8 @@ def max_sequences(model: TransformerModel, hw: HardwareSpec | str, *, context: o
     if cap is None:
         raise SymroofError(f"max_sequences: {spec.name} has no published capacity for "
                            f"{level or 'main memory'}")
-    r = roofline(decode(m, 1, as_dim(context, "context"), tp=t, pp=p), spec,
-                 precision=fmt, reserve=reserve, level=level)
+    r = roofline(decode(m.as_cached(window_cache), 1, as_dim(context, "context"), tp=t,
+                        pp=p), spec, precision=fmt, reserve=reserve, level=level)
     assert r.memory is not None and r.memory.usable is not None  # a known capacity
     weights, per_seq = _at_b(r.memory.weights, fmt), _at_b(r.memory.kv_cache, fmt)
     usable = r.memory.usable
@@ -125,16 +132,19 @@ def max_sequences(model: TransformerModel, hw: HardwareSpec | str, *, context: o
 def time_to_first_token(model: TransformerModel, hw: HardwareSpec | str, *, batch: object,
                         prompt: object, tp: object = 1, pp: object = 1,
                         microbatches: object = 1, precision: Precision | str = Precision.BF16,
-                        efficiency: object = 1, link: str | None = None) -> Roofline:
+                        efficiency: object = 1, link: str | None = None,
+                        collective: str = "ring", latency: bool = True) -> Roofline:
     """The prefill of ``batch`` prompts of ``prompt`` tokens, whose ``step_time_s`` is the
-    time to the first token (the logits of the last position only)."""
+    time to the first token (the logits of the last position only); ``collective`` and
+    ``latency`` as :func:`symroof.evaluate.roofline` takes them."""
     m = _model(model, "time_to_first_token")
     p = Precision.parse(precision)
     pre = prefill(m, batch, prompt, logits=Logits.LAST, tp=tp, pp=pp,
                   microbatches=microbatches)
     free = pre.flops.free_symbols | pre.bytes.free_symbols
     return roofline(pre, hw, precision=p, efficiency=efficiency, link=link,
-                    subs={b: p.bytes} if b in free else None)
+                    subs={b: p.bytes} if b in free else None, collective=collective,
+                    latency=latency)
 
 
 @dataclass(frozen=True)
@@ -235,12 +245,15 @@ class Speculation:
 
 
 def _verify_pass(m: TransformerModel, batch: object, context: object, k: sp.Expr,
-                 tp: object) -> Analysis:
+                 tp: object, expert_reads: ExpertReads | str = ExpertReads.EXPECTED
+                 ) -> Analysis:
     """The target reading its weights once for ``k + 1`` new tokens per sequence, each
-    attending to the cache (``context`` positions) and the drafted tokens."""
+    attending to the cache (``context`` positions) and the drafted tokens; a mixture of
+    experts reads the experts its ``batch (k + 1)`` tokens route to (``expert_reads``, as
+    a decode step of as many tokens)."""
     t, p, mb = check_layout(m, tp=tp)
     g, fuse = forward(m, batch=batch, seq=k + 1, context=as_dim(context, "context") + k,
-                      decode=True)
+                      decode=True, expert_reads=expert_reads)
     g = serving_pipeline("verify", fuse, tp=t, pp=p, microbatches=mb).apply(g)
     kinds = {Kind.WEIGHT, Kind.KV_CACHE}
     return analyze(g, ops=op_groups(OpsCounted.CONTRACTIONS), traffic=kinds,
@@ -251,9 +264,13 @@ def speculative(target: TransformerModel, draft: TransformerModel, hw: HardwareS
                 batch: object, context: object, draft_tokens: object, acceptance: object,
                 tp: object = 1, draft_tp: object = 1,
                 precision: Precision | str = Precision.BF16,
-                link: str | None = None) -> Speculation:
+                link: str | None = None, collective: str = "ring",
+                latency: bool = True,
+                expert_reads: ExpertReads | str = ExpertReads.EXPECTED) -> Speculation:
     """Speculative decoding of ``target`` with ``draft`` proposing ``draft_tokens`` per
-    round (see the module docstring); every step is a roofline of its graph."""
+    round (see the module docstring); every step is a roofline of its graph, its
+    collectives run as ``collective`` with (by default) their ``latency``, a mixture of
+    experts reading ``expert_reads`` of its experts in every step and the verification."""
     k = as_dim(draft_tokens, "draft tokens")
     per_pass = expected_tokens(k, acceptance)
     tg = _model(target, "speculative target")
@@ -263,12 +280,13 @@ def speculative(target: TransformerModel, draft: TransformerModel, hw: HardwareS
     def step(a: Analysis) -> sp.Expr:
         free = a.flops.free_symbols | a.bytes.free_symbols
         return roofline(a, hw, precision=p, link=link,
-                        subs={b: p.bytes} if b in free else None).time_s
+                        subs={b: p.bytes} if b in free else None, collective=collective,
+                        latency=latency).time_s
 
     return Speculation(k, as_expr(acceptance, "acceptance"), per_pass,
-                       step(decode(tg, batch, context, tp=tp)),
-                       step(decode(dr, batch, context, tp=draft_tp)),
-                       step(_verify_pass(tg, batch, context, k, tp)))
+                       step(decode(tg, batch, context, tp=tp, expert_reads=expert_reads)),
+                       step(decode(dr, batch, context, tp=draft_tp, expert_reads=expert_reads)),
+                       step(_verify_pass(tg, batch, context, k, tp, expert_reads)))
 
 
 @dataclass(frozen=True)
