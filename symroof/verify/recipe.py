@@ -106,8 +106,9 @@ _ROOFLINE_FIELDS = ("time_s", "compute_time_s", "memory_time_s", "time_serial_s"
 #: computed under them; what the engine models beyond them is a second line.
 ASSUMPTIONS: Mapping[str, str] = {
     "ignores communication": "every roofline node drops its communication time (the "
-                             "all-reduces of a sharded workload); the figure with "
-                             "communication is shown as a second line",
+                             "all-reduces of a sharded workload: their bytes and their "
+                             "latency); the figure with communication is shown as a "
+                             "second line",
     "FP16": "every roofline node runs at fp16 (2-byte values, the FP16 peak)",
     "BF16": "every roofline node runs at bf16",
     "FP8": "every roofline node runs at fp8",
