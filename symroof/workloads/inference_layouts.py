@@ -199,12 +199,23 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def two_d_splits(chips: int, d_model: int, splits_f: object = None) -> tuple[int, ...]:
+def _count(value: object, what: str) -> int:
+    """A positive integer (a number, not a symbol)."""
+    d = _positive(value, what)
+    if not (d.is_Integer and d > 0):
+        raise SymroofError(f"{what}: expected a positive integer, got {value!r}")
+    return int(d)
+
+
+def two_d_splits(chips: object, d_model: object, splits_f: object = None) -> tuple[int, ...]:
     """The E splits ``x`` of a 2D weight-stationary mesh of ``chips``: ``x`` divides
     ``chips`` and ``d_model``, and ``splits_f(chips // x)`` (default: always) holds for
     the F split (heads and widths)."""
+    n, e = _count(chips, "chips"), _count(d_model, "d_model")
+    if splits_f is not None and not callable(splits_f):
+        raise SymroofError(f"splits_f: expected a function of the F split, got {splits_f!r}")
     ok = splits_f if callable(splits_f) else (lambda _yz: True)
-    return tuple(x for x in _divisors(chips) if d_model % x == 0 and ok(chips // x))
+    return tuple(x for x in _divisors(n) if e % x == 0 and ok(n // x))
 
 
 def _two_d_x(x: object | None, e: sp.Expr, f: sp.Expr, n: sp.Expr, t: sp.Expr,
@@ -225,17 +236,21 @@ def _two_d_x(x: object | None, e: sp.Expr, f: sp.Expr, n: sp.Expr, t: sp.Expr,
     return sp.Integer(min(splits, key=lambda xx: (float(bytes_at(xx)), xx)))
 
 
-def accepting_layouts(chips: int, *, heads: int, d_model: int,
+def accepting_layouts(chips: object, *, heads: object, d_model: object,
                       splits_heads: object = None) -> tuple[str, ...]:
     """The Pope et al. layouts that run on ``chips`` chips where plain tensor parallelism
     does not: ``2d-weight-stationary`` with an E split that leaves a split of the heads
     (``splits_heads(yz)``, default ``heads % yz == 0``), and ``weight-gathered`` (any
     count: the batch is split, a multiple of the chips)."""
-    ok = splits_heads if callable(splits_heads) else (lambda yz: heads % yz == 0)
+    n, h = _count(chips, "chips"), _count(heads, "heads")
+    if splits_heads is not None and not callable(splits_heads):
+        raise SymroofError(f"splits_heads: expected a function of the F split, got "
+                           f"{splits_heads!r}")
+    ok = splits_heads if callable(splits_heads) else (lambda yz: h % yz == 0)
     out = []
-    meshes = [x for x in two_d_splits(chips, d_model, ok) if 1 < x < chips]
+    meshes = [x for x in two_d_splits(n, d_model, ok) if 1 < x < n]
     if meshes:
         out.append("2d-weight-stationary (" + ", ".join(
-            f"{x}x{chips // x}" for x in meshes) + ")")
-    out.append(f"weight-gathered (a batch that is a multiple of {chips})")
+            f"{x}x{n // x}" for x in meshes) + ")")
+    out.append(f"weight-gathered (a batch that is a multiple of {n})")
     return tuple(out)
