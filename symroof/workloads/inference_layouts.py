@@ -15,7 +15,8 @@ ring counts the engine uses everywhere (:class:`symroof.passes.shard.CollectiveA
 Notation, as in the sources: ``T`` tokens in the step (``B L``: batch times new
 positions; ``B`` in decode), ``E`` the model width (d_model), ``F`` the feedforward
 width (d_ff), ``n`` chips as a mesh ``X x YZ`` (2D weight-stationary splits E over X and
-F over YZ), ``b`` bytes per value. A gated MLP (SwiGLU) has two input matrices whose
+F over YZ), ``b`` bytes per value (of the activations that move; of the weights for
+weight-gathered, which moves weights). A gated MLP (SwiGLU) has two input matrices whose
 partial sums must both be reduced before the nonlinearity (``matrices=3``).
 
 - ``tensor``: Megatron's tensor parallelism, the engine's :func:`symroof.passes.shard.shard`:

@@ -49,8 +49,8 @@ def _other_layouts(m: TransformerShape, t: int) -> str:
     """The inference layouts (:mod:`symroof.workloads.inference_layouts`) that accept
     ``t`` chips for ``m``: a 2D weight-stationary mesh whose F split splits the heads and
     widths as tensor parallelism must, and weight-gathered."""
-    e = int(m.d_model) if m.d_model.is_number else 0
-    return "; ".join(accepting_layouts(t, heads=int(m.heads), d_model=e or t,
+    e = int(m.d_model) if m.d_model.is_number else 1   # a symbolic width: no 2D mesh named
+    return "; ".join(accepting_layouts(t, heads=int(m.heads), d_model=e,
                                        splits_heads=lambda yz: _splits(m, yz)))
 
 
