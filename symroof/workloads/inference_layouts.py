@@ -22,19 +22,19 @@ partial sums must both be reduced before the nonlinearity (``matrices=3``).
 - ``tensor``: Megatron's tensor parallelism, the engine's :func:`symroof.passes.shard.shard`:
   activations replicated, W_in split over F by columns, W_out by rows, one all-reduce of
   ``T E b`` after the layer.
-- ``1d-weight-stationary``: the same weight split; the activations between layers are
+- ``1d_weight_stationary``: the same weight split; the activations between layers are
   split over E, all-gathered before the layer and reduce-scattered after it (the
   all-reduce cut in two around the layer boundary: the same bytes).
-- ``2d-weight-stationary``: weights split over E (X) and F (YZ): all-gather of the input
+- ``2d_weight_stationary``: weights split over E (X) and F (YZ): all-gather of the input
   over YZ, all-reduce of the hidden activations over X, reduce-scatter of the output over
   YZ. Its bytes fall as ``1/sqrt(n)`` with the split chosen near ``X = sqrt(n E/F)``
   (gated: ``sqrt(n E/(2F))``); by default the divisor of ``n`` with the fewest bytes.
-- ``weight-gathered`` (the paper's XYZ-weight-gathered): activations split over the batch
+- ``weight_gathered`` (the paper's XYZ-weight-gathered): activations split over the batch
   on all ``n`` chips, weights stored split ``E_X F_YZ`` and all-gathered over all chips:
   ``(n-1)/n`` of every weight byte, whatever the batch.
 
 >>> from symroof.symbols import B
->>> c = layout_communication("2d-weight-stationary", tokens=B, d_model=8192, d_ff=32768,
+>>> c = layout_communication("2d_weight_stationary", tokens=B, d_model=8192, d_ff=32768,
 ...                          chips=64, x=4, bytes_per_value=2)
 >>> [k.name for k in c.collectives]
 ['all-gather input over YZ', 'all-reduce hidden over X', 'reduce-scatter output over YZ']
@@ -66,9 +66,9 @@ class InferenceLayout(StrEnum):
     docstring); ``tensor`` is the engine's tensor parallelism."""
 
     TENSOR = "tensor"
-    WS_1D = "1d-weight-stationary"
-    WS_2D = "2d-weight-stationary"
-    WEIGHT_GATHERED = "weight-gathered"
+    WS_1D = "1d_weight_stationary"
+    WS_2D = "2d_weight_stationary"
+    WEIGHT_GATHERED = "weight_gathered"
 
 
 #: Where each layout's collective schedule is written down (quoted in the docstrings of
@@ -179,7 +179,7 @@ def layout_communication(layout: InferenceLayout | str, *, tokens: object, d_mod
                                t * e / xx * by, axes=2))
         return LayoutCommunication(lay, n, xx, cs, SOURCES[lay])
     if x is not None and _positive(x, "x") != 1:
-        raise SymroofError(f"x: only the 2d-weight-stationary layout splits E (layout {lay})")
+        raise SymroofError(f"x: only the 2d_weight_stationary layout splits E (layout {lay})")
     if lay is InferenceLayout.TENSOR:
         cs = (LayoutCollective("all-reduce output", "all-reduce", n, t * e * by, axes=3),)
     elif lay is InferenceLayout.WS_1D:
@@ -189,7 +189,7 @@ def layout_communication(layout: InferenceLayout | str, *, tokens: object, d_mod
     else:
         q = t / n
         if q.is_number and not q.is_integer:
-            raise SymroofError(f"layout weight-gathered: {t} tokens do not split over "
+            raise SymroofError(f"layout weight_gathered: {t} tokens do not split over "
                                f"{n} chips (the batch is split); expected a multiple of {n}")
         cs = (LayoutCollective("all-gather weights", "all-gather", n,
                                matrices * e * f * by, axes=3),)
@@ -227,7 +227,7 @@ def _two_d_x(x: object | None, e: sp.Expr, f: sp.Expr, n: sp.Expr, t: sp.Expr,
             raise SymroofError(f"x {xx}: does not divide the {n} chips")
         return xx
     if not (n.is_number and e.is_number and f.is_number):
-        raise SymroofError("x: a symbolic mesh needs its E split x (2d-weight-stationary)")
+        raise SymroofError("x: a symbolic mesh needs its E split x (2d_weight_stationary)")
     splits = two_d_splits(int(n), int(e))
 
     def bytes_at(xx: int) -> sp.Expr:
@@ -240,8 +240,8 @@ def _two_d_x(x: object | None, e: sp.Expr, f: sp.Expr, n: sp.Expr, t: sp.Expr,
 def accepting_layouts(chips: object, *, heads: object, d_model: object,
                       splits_heads: object = None) -> tuple[str, ...]:
     """The Pope et al. layouts that run on ``chips`` chips where plain tensor parallelism
-    does not: ``2d-weight-stationary`` with an E split that leaves a split of the heads
-    (``splits_heads(yz)``, default ``heads % yz == 0``), and ``weight-gathered`` (any
+    does not: ``2d_weight_stationary`` with an E split that leaves a split of the heads
+    (``splits_heads(yz)``, default ``heads % yz == 0``), and ``weight_gathered`` (any
     count: the batch is split, a multiple of the chips)."""
     n, h = _count(chips, "chips"), _count(heads, "heads")
     if splits_heads is not None and not callable(splits_heads):
@@ -251,7 +251,7 @@ def accepting_layouts(chips: object, *, heads: object, d_model: object,
     out = []
     meshes = [x for x in two_d_splits(n, d_model, ok) if 1 < x < n]
     if meshes:
-        out.append("2d-weight-stationary (" + ", ".join(
+        out.append("2d_weight_stationary (" + ", ".join(
             f"{x}x{n // x}" for x in meshes) + ")")
-    out.append(f"weight-gathered (a batch that is a multiple of {n})")
+    out.append(f"weight_gathered (a batch that is a multiple of {n})")
     return tuple(out)

@@ -167,7 +167,7 @@ def test_two_d_weight_stationary_bytes_equal_a_simulated_ring(xx, yz, gated):
     t, e, f = 5, 12, 18
     sent = run_two_d(t, e, f, xx, yz, gated)
     assert len(set(sent)) == 1                # every chip sends the same
-    _, total = _formula("2d-weight-stationary", t, e, f, xx * yz, x=xx,
+    _, total = _formula("2d_weight_stationary", t, e, f, xx * yz, x=xx,
                         matrices=3 if gated else 2)
     assert total == sent[0] * BYTES
 
@@ -175,7 +175,7 @@ def test_two_d_weight_stationary_bytes_equal_a_simulated_ring(xx, yz, gated):
 def test_one_d_weight_stationary_is_the_two_d_schedule_with_no_e_split():
     t, e, f, n = 5, 12, 18, 6
     sent = run_two_d(t, e, f, 1, n)
-    _, total = _formula("1d-weight-stationary", t, e, f, n)
+    _, total = _formula("1d_weight_stationary", t, e, f, n)
     assert total == sent[0] * BYTES == 2 * sp.Rational(n - 1, n) * t * e * BYTES
 
 
@@ -195,11 +195,11 @@ def test_tensor_parallel_bytes_equal_a_simulated_ring_and_the_shard_pass():
 def test_weight_gathered_bytes_equal_a_simulated_ring_and_ignore_the_batch():
     e, f, xx, yz = 12, 18, 2, 3
     sent = run_weight_gathered(12, e, f, xx, yz)
-    _, total = _formula("weight-gathered", 12, e, f, xx * yz)
+    _, total = _formula("weight_gathered", 12, e, f, xx * yz)
     assert total == sent[0] * BYTES
     assert run_weight_gathered(24, e, f, xx, yz) == sent     # twice the batch: same bytes
     with pytest.raises(SymroofError, match="7 tokens do not split over 6 chips"):
-        _formula("weight-gathered", 7, e, f, 6)
+        _formula("weight_gathered", 7, e, f, 6)
 
 
 def test_the_closed_forms_agree_with_the_sources_formulas():
@@ -213,12 +213,12 @@ def test_the_closed_forms_agree_with_the_sources_formulas():
         return sp.Add(*(sp.limit(k.factor, k.group, sp.oo) * k.payload / k.axes / W
                         for k in c.collectives))
 
-    two = layout_communication("2d-weight-stationary", tokens=B, d_model=D, d_ff=F,
+    two = layout_communication("2d_weight_stationary", tokens=B, d_model=D, d_ff=F,
                                chips=X * YZ, x=X, bytes_per_value=2)
     assert [k.group for k in two.collectives] == [YZ, X, YZ]
     expect = 2 * B * D / (2 * X * W) + 4 * B * F / (YZ * W) + 2 * B * D / (2 * X * W)
     assert sp.cancel(book_time(two) - expect) == 0
-    one = layout_communication("1d-weight-stationary", tokens=B, d_model=D, d_ff=F,
+    one = layout_communication("1d_weight_stationary", tokens=B, d_model=D, d_ff=F,
                                chips=X, bytes_per_value=2)
     assert sp.cancel(book_time(one) - 4 * B * D / (3 * W)) == 0
 
@@ -227,16 +227,16 @@ def test_two_d_falls_below_one_d_past_the_books_crossover():
     """The book: with F = 4D, 2D beats 1D past N = 128 (3/4)^2 = 81 chips; in bytes
     (one axis per collective) it wins at 64 chips on a PaLM-like layer already."""
     e, f = 8192, 32768
-    one = layout_communication("1d-weight-stationary", tokens=B, d_model=e, d_ff=f,
+    one = layout_communication("1d_weight_stationary", tokens=B, d_model=e, d_ff=f,
                                chips=64, bytes_per_value=2)
-    two = layout_communication("2d-weight-stationary", tokens=B, d_model=e, d_ff=f,
+    two = layout_communication("2d_weight_stationary", tokens=B, d_model=e, d_ff=f,
                                chips=64, bytes_per_value=2)
     assert two.x == 4 and two.sent == 13824 * B and one.sent == 32256 * B
-    small = layout_communication("2d-weight-stationary", tokens=B, d_model=e, d_ff=f,
+    small = layout_communication("2d_weight_stationary", tokens=B, d_model=e, d_ff=f,
                                  chips=4, bytes_per_value=2)
     assert small.x == 1     # at 4 chips no E split pays: 2D degenerates to 1D
     assert layout_communication("tensor", tokens=B, d_model=e, d_ff=f, chips=8).sent == \
-        layout_communication("1d-weight-stationary", tokens=B, d_model=e, d_ff=f,
+        layout_communication("1d_weight_stationary", tokens=B, d_model=e, d_ff=f,
                              chips=8).sent == sp.Rational(7, 4) * B * e * b
 
 
@@ -244,14 +244,14 @@ def test_a_degree_tensor_parallelism_refuses_names_the_layouts_that_accept_it():
     m = get("llama-3-70b")
     with pytest.raises(SymroofError, match=r"tp 3: does not split llama-3-70b .* expected "
                        r"one of 1, 2, 4, 8, 16, 32, 64; layouts of Pope et al\. \(2022\) "
-                       r"that run on 3 chips: weight-gathered \(a batch that is a multiple "
+                       r"that run on 3 chips: weight_gathered \(a batch that is a multiple "
                        r"of 3\)$"):
         decode(m, 1, 128, tp=3)
-    with pytest.raises(SymroofError, match=r"tp 128: .* 2d-weight-stationary \(2x64, 4x32, "
-                       r"8x16, 16x8, 32x4, 64x2\); weight-gathered"):
+    with pytest.raises(SymroofError, match=r"tp 128: .* 2d_weight_stationary \(2x64, 4x32, "
+                       r"8x16, 16x8, 32x4, 64x2\); weight_gathered"):
         decode(m, 1, 128, tp=128)
     assert accepting_layouts(6, heads=6, d_model=12) == (
-        "2d-weight-stationary (2x3, 3x2)", "weight-gathered (a batch that is a multiple of 6)")
+        "2d_weight_stationary (2x3, 3x2)", "weight_gathered (a batch that is a multiple of 6)")
 
 
 def test_bad_layout_arguments_are_refused_by_name():
@@ -262,6 +262,6 @@ def test_bad_layout_arguments_are_refused_by_name():
     with pytest.raises(SymroofError, match="x: only the 2d"):
         layout_communication("tensor", tokens=1, d_model=8, d_ff=8, chips=2, x=2)
     with pytest.raises(SymroofError, match="x 3: does not divide the 8 chips"):
-        layout_communication("2d-weight-stationary", tokens=1, d_model=8, d_ff=8, chips=8,
+        layout_communication("2d_weight_stationary", tokens=1, d_model=8, d_ff=8, chips=8,
                              x=3)
-    assert InferenceLayout("weight-gathered") is InferenceLayout.WEIGHT_GATHERED
+    assert InferenceLayout("weight_gathered") is InferenceLayout.WEIGHT_GATHERED

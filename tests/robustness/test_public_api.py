@@ -164,7 +164,7 @@ def _calls() -> list[Call]:
         Call(parse.parse_assignment, {"text": ("B=32", "text")}),
         # Pope et al.'s layouts (issue 25)
         Call(inference_layouts.layout_communication,
-             {"layout": ("2d-weight-stationary", "option"), "tokens": (B, "dim"),
+             {"layout": ("2d_weight_stationary", "option"), "tokens": (B, "dim"),
               "d_model": (64, "dim"), "d_ff": (128, "dim"), "chips": (8, "dim"),
               "bytes_per_value": (2, "dim")}),
         Call(inference_layouts.two_d_splits, {"chips": (8, "dim"), "d_model": (64, "dim")}),
