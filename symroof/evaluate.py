@@ -558,7 +558,7 @@ def roofline(workload: Analysis, hw: HardwareSpec | str, *,
              level: str | None = None, efficiency: object = 1, link: str | None = None,
              reserve: object = 0, kv_cache: object | None = None,
              footprint: bool = True, collective: str = "ring",
-             latency: bool = False) -> Roofline:
+             latency: bool = True) -> Roofline:
     """Bound ``workload`` on chip ``hw`` (a spec, its name or its file) at ``precision``.
 
     The peak is taken in the workload's FLOP convention (a chip whose vendor counts a
@@ -571,10 +571,11 @@ def roofline(workload: Analysis, hw: HardwareSpec | str, *,
     cache a device holds where the graph reads none (a prefill writes it); without
     ``footprint`` (a training step, whose memory is :mod:`symroof.training`'s) ``memory``
     is None. A sharded workload's collectives run as ``collective`` (``"ring"``, default;
-    ``"tree"``, ``"full"``: :class:`symroof.passes.shard.CollectiveAlgorithm`) and, with
-    ``latency=True`` (default False: the bandwidth term alone, the seeds' convention) and
-    a link whose chip file gives ``latency_us``, cost their latency too (the alpha of
-    alpha-beta): ``base_latency_us`` once per collective plus ``latency_us`` per step.
+    ``"tree"``, ``"full"``: :class:`symroof.passes.shard.CollectiveAlgorithm`) and, on a
+    link whose chip file gives ``latency_us``, cost their latency too (the alpha of
+    alpha-beta, NCCL's model): ``base_latency_us`` once per collective plus
+    ``latency_us`` per step. ``latency=False`` keeps the bandwidth term alone (the
+    convention of analyses that ignore it, as the seed documents do).
     """
     if not isinstance(workload, Analysis):
         raise SymroofError(f"roofline: expected a workload (Analysis), got {type(workload).__name__}")
@@ -590,7 +591,7 @@ def roofline_at(workload: Analysis, spec: HardwareSpec, values: Mapping[sp.Symbo
                 peak: Precision, *, unit: str | None = None, level: str | None = None,
                 efficiency: object = 1, link: str | None = None, reserve: object = 0,
                 kv_cache: object | None = None, footprint: bool = True,
-                collective: str = "ring", latency: bool = False) -> Roofline:
+                collective: str = "ring", latency: bool = True) -> Roofline:
     """:func:`roofline` at ``values`` already checked (:func:`workload_values`, or a
     request's rows, :mod:`symroof.request`), ``b`` among them where it is free, with the
     compute peak at ``peak``: nothing is checked again."""

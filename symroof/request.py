@@ -118,7 +118,7 @@ class Request:
     prompt: sp.Expr | None = None   # decode: time to first token for prompts this long
     draft: Draft | None = None      # decode: speculative decoding with this draft
     collective: str = "ring"        # the collectives' algorithm (CollectiveAlgorithm)
-    latency: bool = False           # add the link's per-collective latency (alpha-beta)
+    latency: bool = True            # add the link's per-collective latency (alpha-beta)
     names: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -424,7 +424,8 @@ def _served(r: Request, hw: HardwareSpec, found: Iterator[Point]) -> Iterator[Se
         spec_ = None if r.draft is None or draft is None else speculative(
             m, draft, hw, batch=p.values.get(B, B), context=p.values.get(S, S),
             draft_tokens=r.draft.tokens, acceptance=r.draft.acceptance, tp=lay.tp,
-            draft_tp=r.draft.tp, precision=r.numerics.peak, link=r.link)
+            draft_tp=r.draft.tp, precision=r.numerics.peak, link=r.link,
+            collective=r.collective, latency=r.latency, expert_reads=lay.expert_reads)
         yield ServingRow(p, first, spec_)
 
 
@@ -461,7 +462,7 @@ def make(workload: str, *, options: Mapping[str, object] | None = None,
          efficiency: object = 1, reserve: object = 0, prompt: object | None = None,
          draft: Draft | None = None, numerics: Numerics | None = None,
          names: Mapping[str, str] | None = None, collective: str = "ring",
-         latency: bool = False) -> Request:
+         latency: bool = True) -> Request:
     """A checked :class:`Request` from loose input: the formats resolved once
     (:meth:`Numerics.resolve`), options by name or member, ``sets`` as ``NAME=V[,V...]``
     texts (the safe parser's syntax) or a mapping of symbols or their names to a value or

@@ -34,7 +34,7 @@ from symroof.hardware import HardwareSpec
 from symroof.ir import Kind, as_dim, as_expr
 from symroof.memory.capacity import Capacity, kv_cache_per_device, max_sequences
 from symroof.models import TransformerModel
-from symroof.options import Logits, OpsCounted
+from symroof.options import ExpertReads, Logits, OpsCounted
 from symroof.precision import Precision
 from symroof.symbols import B, b
 from symroof.workloads import decode, prefill
@@ -62,16 +62,19 @@ def _at_b(x: sp.Expr, precision: Precision) -> sp.Expr:
 def time_to_first_token(model: TransformerModel, hw: HardwareSpec | str, *, batch: object,
                         prompt: object, tp: object = 1, pp: object = 1,
                         microbatches: object = 1, precision: Precision | str = Precision.BF16,
-                        efficiency: object = 1, link: str | None = None) -> Roofline:
+                        efficiency: object = 1, link: str | None = None,
+                        collective: str = "ring", latency: bool = True) -> Roofline:
     """The prefill of ``batch`` prompts of ``prompt`` tokens, whose ``step_time_s`` is the
-    time to the first token (the logits of the last position only)."""
+    time to the first token (the logits of the last position only); ``collective`` and
+    ``latency`` as :func:`symroof.evaluate.roofline` takes them."""
     m = _model(model, "time_to_first_token")
     p = Precision.parse(precision)
     pre = prefill(m, batch, prompt, logits=Logits.LAST, tp=tp, pp=pp,
                   microbatches=microbatches)
     free = pre.flops.free_symbols | pre.bytes.free_symbols
     return roofline(pre, hw, precision=p, efficiency=efficiency, link=link,
-                    subs={b: p.bytes} if b in free else None)
+                    subs={b: p.bytes} if b in free else None, collective=collective,
+                    latency=latency)
 
 
 @dataclass(frozen=True)
@@ -172,15 +175,18 @@ class Speculation:
 
 
 def verify_pass(m: TransformerModel, batch: object, context: object, k: object,
-                tp: object = 1, *, pp: object = 1) -> Analysis:
+                tp: object = 1, *, pp: object = 1,
+                expert_reads: ExpertReads | str = ExpertReads.EXPECTED) -> Analysis:
     """The target's verification pass of speculative decoding: its weights read once for
     ``k + 1`` new tokens per sequence (the ``k`` drafted and its own), each attending to
     the cache (``context`` positions) and the drafted tokens; one device's share on
-    ``tp`` x ``pp`` devices (:func:`speculative` times it; ``symroof plan`` too)."""
+    ``tp`` x ``pp`` devices (:func:`speculative` times it; ``symroof plan`` too). A
+    mixture of experts reads the experts its ``batch (k + 1)`` tokens route to
+    (``expert_reads``, as a decode step of as many tokens)."""
     kk = as_dim(k, "draft tokens")
     t, p, mb = check_layout(m, tp=tp, pp=pp)
     g, fuse = forward(m, batch=batch, seq=kk + 1, context=as_dim(context, "context") + kk,
-                      decode=True)
+                      decode=True, expert_reads=expert_reads)
     g = serving_pipeline("verify", fuse, tp=t, pp=p, microbatches=mb).apply(g)
     kinds = {Kind.WEIGHT, Kind.KV_CACHE}
     return analyze(g, ops=op_groups(OpsCounted.CONTRACTIONS), traffic=kinds,
@@ -194,9 +200,13 @@ def speculative(target: TransformerModel, draft: TransformerModel, hw: HardwareS
                 batch: object, context: object, draft_tokens: object, acceptance: object,
                 tp: object = 1, draft_tp: object = 1,
                 precision: Precision | str = Precision.BF16,
-                link: str | None = None) -> Speculation:
+                link: str | None = None, collective: str = "ring",
+                latency: bool = True,
+                expert_reads: ExpertReads | str = ExpertReads.EXPECTED) -> Speculation:
     """Speculative decoding of ``target`` with ``draft`` proposing ``draft_tokens`` per
-    round (see the module docstring); every step is a roofline of its graph."""
+    round (see the module docstring); every step is a roofline of its graph, its
+    collectives run as ``collective`` with (by default) their ``latency``, a mixture of
+    experts reading ``expert_reads`` of its experts in every step and the verification."""
     k = as_dim(draft_tokens, "draft tokens")
     per_pass = expected_tokens(k, acceptance)
     tg = _model(target, "speculative target")
@@ -206,12 +216,13 @@ def speculative(target: TransformerModel, draft: TransformerModel, hw: HardwareS
     def step(a: Analysis) -> sp.Expr:
         free = a.flops.free_symbols | a.bytes.free_symbols
         return roofline(a, hw, precision=p, link=link,
-                        subs={b: p.bytes} if b in free else None).time_s
+                        subs={b: p.bytes} if b in free else None, collective=collective,
+                        latency=latency).time_s
 
     return Speculation(k, as_expr(acceptance, "acceptance"), per_pass,
-                       step(decode(tg, batch, context, tp=tp)),
-                       step(decode(dr, batch, context, tp=draft_tp)),
-                       step(verify_pass(tg, batch, context, k, tp)))
+                       step(decode(tg, batch, context, tp=tp, expert_reads=expert_reads)),
+                       step(decode(dr, batch, context, tp=draft_tp, expert_reads=expert_reads)),
+                       step(verify_pass(tg, batch, context, k, tp, expert_reads=expert_reads)))
 
 
 @dataclass(frozen=True)

@@ -53,9 +53,10 @@ def _configure(p: argparse.ArgumentParser, with_hardware: bool) -> None:
     p.add_argument("--collective", default="ring", choices=["ring", "tree", "full"],
                    help="how --tp collectives travel (default ring; tree: NCCL's all-reduce "
                    "tree; full: each device sends the full payload)")
-    p.add_argument("--latency", action="store_true",
+    p.add_argument("--latency", action=argparse.BooleanOptionalAction, default=True,
                    help="add each collective's latency from the chip file's link (NCCL's "
-                   "alpha-beta model) to the bandwidth term")
+                   "alpha-beta model) to the bandwidth term (default on; --no-latency: "
+                   "the bandwidth term alone)")
     p.add_argument("--efficiency", default=None,
                    help="achieved fraction of the bound for latency and tokens/s (default 1; "
                    "seed 001: real systems reach 0.6-0.75)")

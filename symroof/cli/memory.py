@@ -13,7 +13,9 @@ from symroof.errors import SymroofError
 from symroof.precision import DEFAULT
 from symroof.present.commands import capacity_doc, capacity_lines, dumps, memory_doc, memory_lines
 from symroof.present.records import to_text
-from symroof.request import Request, make, model, points, spec
+from symroof.models import TransformerModel
+from symroof.options import WindowCache
+from symroof.request import Request, load_model, make, model, points, spec
 from symroof.serving import max_sequences
 from symroof.symbols import B, S
 
@@ -31,6 +33,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    f"{DEFAULT})")
     p.add_argument("--reserve", default=None, help="share of each device's memory kept back "
                    "(runtime, activations, fragmentation; default 0, vLLM keeps 0.1)")
+    p.add_argument("--window-cache", default="window", choices=[w.value for w in WindowCache],
+                   help="positions a sliding-window layer's KV buffer holds once the context "
+                   "passes the window (default window: W; window_minus_1: W - 1, as "
+                   "transformers' dynamic cache keeps them)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -53,9 +59,21 @@ def _request(args: argparse.Namespace, sets: list[str] | None = None) -> Request
     n = numerics_of(args)
     layout = {k: getattr(args, k) for k in ("tp", "pp", "microbatches", "expert_reads")
               if given(args, k)}
-    return make("decode", model=args.model, chip=args.hardware, sets=sets,
-                numerics=dataclasses.replace(n, peak=n.values, peak_from="precision"),
+    numerics = dataclasses.replace(n, peak=n.values, peak_from="precision")
+    spec_: str | TransformerModel = args.model
+    if args.window_cache != WindowCache.WINDOW:   # the model as its KV buffers hold it
+        spec_ = load_model(args.model).as_cached(args.window_cache)
+    return make("decode", model=spec_, chip=args.hardware, sets=sets, numerics=numerics,
                 reserve=number_arg(args.reserve, "--reserve", 0), names=CLI_NAMES, **layout)
+
+
+def _text(args: argparse.Namespace, m: TransformerModel) -> str:
+    """The model's line; under --window-cache window_minus_1 ``m`` is the model as its
+    buffers hold it (window W - 1), which the line says."""
+    if args.window_cache == WindowCache.WINDOW or m.window is None:
+        return to_text(m)
+    return (f"{to_text(m)} (window_cache=window_minus_1: a windowed layer's KV buffer "
+            f"holds W - 1 = {m.window} positions of its window of {m.window + 1})")
 
 
 def _run_memory(args: argparse.Namespace, out: Output) -> int:
@@ -71,9 +89,9 @@ def _run_memory(args: argparse.Namespace, out: Output) -> int:
         assert p.roofline is not None  # the request names a chip
         found.append(({k: v for k, v in p.values.items() if k in (B, S)}, p.roofline))
     if args.json:
-        out(dumps(memory_doc(to_text(m), found)))
+        out(dumps({**memory_doc(_text(args, m), found), "window_cache": args.window_cache}))
         return 0
-    for line in memory_lines(to_text(m), found):
+    for line in memory_lines(_text(args, m), found):
         out(line)
     return 0
 
@@ -87,11 +105,13 @@ def _run_capacity(args: argparse.Namespace, out: Output) -> int:
     contexts = parse_sets([f"S={args.context}"], {S}, workload="--context")[S]
     found = [max_sequences(m, hw, context=c, tp=r.layout.tp, pp=r.layout.pp,
                            reserve=r.reserve, precision=r.numerics.values) for c in contexts]
+    # (a --window-cache other than W reached the model already: _request)
     pairs = list(zip(contexts, found))
     if args.json:
-        out(dumps(capacity_doc(to_text(m), hw.name, pairs)))
+        out(dumps({**capacity_doc(_text(args, m), hw.name, pairs),
+                   "window_cache": args.window_cache}))
         return 0
-    for line in capacity_lines(to_text(m), hw.name, pairs):
+    for line in capacity_lines(_text(args, m), hw.name, pairs):
         out(line)
     return 0
 

@@ -24,6 +24,7 @@ from symroof.hardware import HardwareSpec
 from symroof.ir import Kind, as_dim
 from symroof.memory.fit import device_memory, fraction
 from symroof.models import TransformerModel
+from symroof.options import WindowCache
 from symroof.precision import Precision
 from symroof.symbols import b
 from symroof.workloads import decode
@@ -40,11 +41,14 @@ def _model(model: object, what: str) -> TransformerModel:
 
 
 def kv_cache_per_device(model: TransformerModel, *, batch: object, context: object,
-                        tp: object = 1, pp: object = 1) -> sp.Expr:
+                        tp: object = 1, pp: object = 1,
+                        window_cache: WindowCache | str = WindowCache.WINDOW) -> sp.Expr:
     """KV-cache bytes one device holds for ``batch`` sequences at ``context`` positions
     (a decode graph's cache tensors, sharded: KV heads split or replicated, a stage's
-    layers)."""
-    dec = decode(model, batch, context, tp=tp, pp=pp)
+    layers); a windowed layer's buffer holds ``window_cache`` positions (default W; see
+    :class:`symroof.options.WindowCache`)."""
+    dec = decode(_model(model, "kv_cache_per_device").as_cached(window_cache), batch,
+                 context, tp=tp, pp=pp)
     return dec.cost.bytes_by_kind.get(Kind.KV_CACHE, sp.Integer(0))
 
 
@@ -75,12 +79,16 @@ class Capacity:
 def max_sequences(model: TransformerModel, hw: HardwareSpec | str, *, context: object,
                   tp: object = 1, pp: object = 1, reserve: object = 0,
                   precision: Precision | str = Precision.BF16,
-                  level: str | None = None) -> Capacity:
+                  level: str | None = None,
+                  window_cache: WindowCache | str = WindowCache.WINDOW) -> Capacity:
     """Sequences of ``context`` positions whose caches fit beside the weights, on each of
     ``tp x pp`` devices: ``floor((capacity (1 - reserve) - weights) / KV per sequence)``,
     both per device from the sharded decode graph's parts (:mod:`symroof.memory.parts`)
     fitted on the chip (:mod:`symroof.memory.fit`); a free ``b`` is ``precision``'s.
     Activations and buffers are what ``reserve`` keeps room for; the seeds count neither.
+    A windowed layer's rolling buffer holds ``window_cache`` positions once the context
+    passes the window (default ``"window"``, W; ``"window_minus_1"``: transformers'
+    dynamic cache).
 
     >>> from symroof.models import get
     >>> m = get("llama-3-70b").with_precision(weights="fp8", kv_cache="fp8", activations="fp8")
@@ -95,7 +103,8 @@ def max_sequences(model: TransformerModel, hw: HardwareSpec | str, *, context: o
     if cap is None:
         raise SymroofError(f"max_sequences: {spec.name} has no published capacity for "
                            f"{level or 'main memory'}")
-    step = decode(m, 1, as_dim(context, "context"), tp=t, pp=p)   # one sequence's step
+    step = decode(m.as_cached(window_cache), 1, as_dim(context, "context"), tp=t,
+                  pp=p)   # one sequence's step
     mem = device_memory(step, spec, {b: fmt.bytes}, level=level,
                         reserve=fraction(reserve, "reserve", zero=True))
     usable = mem.usable
@@ -108,7 +117,8 @@ def max_sequences(model: TransformerModel, hw: HardwareSpec | str, *, context: o
 
 def capacity(model: TransformerModel, hw: HardwareSpec | str, *, context: object, tp: int = 1,
              level: str | None = None,
-             precision: Precision | str = Precision.BF16) -> sp.Expr:
+             precision: Precision | str = Precision.BF16,
+             window_cache: WindowCache | str = WindowCache.WINDOW) -> sp.Expr:
     """How many sequences of ``context`` tokens fit beside the weights on ``tp`` devices:
     the ``sequences`` of :func:`max_sequences`, the one memory count
     (``symroof capacity`` prints the same), here without a reserve.
@@ -117,7 +127,8 @@ def capacity(model: TransformerModel, hw: HardwareSpec | str, *, context: object
     which is (tp * capacity - weights) / KV per sequence while ``tp`` divides the KV
     heads; past that each device keeps a whole KV head, so the count stops growing with
     ``tp``. A ``tp`` that does not divide the heads is refused, as every sharded workload
-    refuses it. A windowed layer's cache holds at most its window. A model whose bytes per
+    refuses it. A windowed layer's cache holds at most its window (``window_cache``, as
+    :func:`max_sequences` takes it). A model whose bytes per
     value are the free symbol ``b`` (a preset) is counted at ``precision``; set other
     formats with ``model.with_precision(...)``.
     """
@@ -126,5 +137,5 @@ def capacity(model: TransformerModel, hw: HardwareSpec | str, *, context: object
     if not isinstance(tp, int) or isinstance(tp, bool) or tp < 1:
         raise SymroofError(f"capacity tp: expected a positive integer, got {tp!r}")
     found: sp.Expr = max_sequences(model, hw, context=context, tp=tp, level=level,
-                                   precision=precision).sequences
+                                   precision=precision, window_cache=window_cache).sequences
     return found

@@ -17,7 +17,7 @@ import sympy as sp
 from symroof.errors import SymroofError
 from symroof.ir import as_dim, as_expr
 from symroof.models.config import TransformerModel
-from symroof.options import Recompute, Statistics, option
+from symroof.options import Recompute, Statistics, WindowCache, option
 from symroof.passes.optimizer import ADAM
 from symroof.passes.saved import saved_tensors
 from symroof.workloads.transformer import training_graph
@@ -66,11 +66,13 @@ def saved_activations(model: TransformerModel, batch: object, seq: object, *,
 def memory(model: TransformerModel, *, batch: object, context: object, training: bool = False,
            optimizer_state_bytes: object | None = None, fused: bool = True,
            recompute: Recompute | bool | str = Recompute.FLASH,
-           statistics: Statistics | str = Statistics.SAVED) -> Footprint:
+           statistics: Statistics | str = Statistics.SAVED,
+           window_cache: WindowCache | str = WindowCache.WINDOW) -> Footprint:
     """Footprint of serving ``batch`` sequences of ``context`` tokens, or of training on them.
 
     Inference: weights plus the KV cache (2 * layers * kv_heads * head_dim * kv_bytes per
-    token; a windowed layer holds at most its window of positions, a latent-attention
+    token; a windowed layer holds at most its window of positions, ``window_cache``: W
+    by default, W - 1 as transformers' dynamic cache keeps them; a latent-attention
     layer d_c + d_r values per token); its activations (one layer's transient tensors)
     are left at 0 here, as the seeds do. Training: weights, gradients at the weights' bytes, optimizer state at
     ``optimizer_state_bytes`` per parameter (default: the training step's Adam, 12), and the
@@ -84,7 +86,8 @@ def memory(model: TransformerModel, *, batch: object, context: object, training:
     weights = model.params * model.weight_bytes
     zero = sp.Integer(0)
     if not training:
-        return Footprint(weights, model.kv_cache_bytes(ctx) * bt, zero, zero, zero)
+        return Footprint(weights, model.kv_cache_bytes(ctx, window_cache) * bt, zero, zero,
+                         zero)
     state = ADAM.state_bytes if optimizer_state_bytes is None else as_expr(
         optimizer_state_bytes, "memory optimizer_state_bytes")
     return Footprint(weights, zero, saved_activations(model, bt, ctx, fused=fused,

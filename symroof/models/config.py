@@ -255,15 +255,28 @@ class TransformerModel:
         >>> get("mistral-7b").kv_cache_bytes(32768).subs(b, 2) / 2**30   # 4096 kept
         1/2
         """
-        mode = option(WindowCache, window_cache, "window_cache")
-        m = self
-        if mode is WindowCache.WINDOW_MINUS_1 and self.window is not None:
-            if self.window == 1:
-                raise SymroofError(f"model {self.name!r} window_cache: a window of 1 keeps "
-                                   "no position (W - 1 = 0)")
-            m = replace(self, window=self.window - 1)
+        m = self.as_cached(window_cache)
         return sp.expand(sp.Add(*(count * t.nbytes
                                   for t, count in kv_cache_tensors(m, context))))
+
+    def as_cached(self, window_cache: WindowCache | str = WindowCache.WINDOW
+                  ) -> TransformerModel:
+        """The model whose windows are the positions a windowed layer's KV buffer holds
+        under ``window_cache`` (itself for ``"window"`` or without a window; a window of
+        W - 1 for ``"window_minus_1"``): what a memory count reads. Its attention
+        arithmetic is not the model's (the step also attends the new position).
+
+        >>> from symroof.models import get
+        >>> get("mistral-7b").as_cached("window_minus_1").window
+        4095
+        """
+        mode = option(WindowCache, window_cache, "window_cache")
+        if mode is WindowCache.WINDOW or self.window is None:
+            return self
+        if self.window == 1:
+            raise SymroofError(f"model {self.name!r} window_cache: a window of 1 keeps "
+                               "no position (W - 1 = 0)")
+        return replace(self, window=self.window - 1)
 
     def count_params(self, *, active: bool = False, input_embedding: bool = True) -> sp.Expr:
         """Parameters, summed over the weight tensors of the model's graph.

@@ -44,7 +44,8 @@ SPEC_KEYS: Mapping[str, tuple[str, ...]] = {
     "model": ("preset", "transformer", "replace", "bytes", "weights", "kv_cache", "activations"),
     "memory": ("model", "batch", "context", "training"),
     "capacity": ("model", "hardware", "context", "tp", "precision"),
-    "roofline": ("workload", "hardware", "precision", "subs", "devices", "unit", "level"),
+    "roofline": ("workload", "hardware", "precision", "subs", "devices", "unit", "level",
+                 "latency"),
     "roofline_formula": ("F", "Q", "peak", "bandwidth", "tokens"),
     "crossover": ("lhs", "rhs", "var"), "curve": ("lhs", "rhs", "x", "y"),
 }

@@ -106,8 +106,9 @@ _ROOFLINE_FIELDS = ("time_s", "compute_time_s", "memory_time_s", "time_serial_s"
 #: computed under them; what the engine models beyond them is a second line.
 ASSUMPTIONS: Mapping[str, str] = {
     "ignores communication": "every roofline node drops its communication time (the "
-                             "all-reduces of a sharded workload); the figure with "
-                             "communication is shown as a second line",
+                             "all-reduces of a sharded workload: their bytes and their "
+                             "latency); the figure with communication is shown as a "
+                             "second line",
     "FP16": "every roofline node runs at fp16 (2-byte values, the FP16 peak)",
     "BF16": "every roofline node runs at bf16",
     "FP8": "every roofline node runs at fp8",
@@ -799,9 +800,10 @@ def _roofline_node(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any]
                                 f"{where}.subs.{k}")
     r = roofline(a, _text(s.get("hardware"), f"{where}.hardware"),
                  precision=_option(s, "precision", where, "bf16") or "bf16", subs=subs,
-                 unit=_option(s, "unit", where, None), level=_option(s, "level", where, None))
-    if "ignores communication" in ctx.assumptions:
-        r = dataclasses.replace(r, communication=sp.Integer(0))
+                 unit=_option(s, "unit", where, None), level=_option(s, "level", where, None),
+                 latency=_flag(s, "latency", where, True))
+    if "ignores communication" in ctx.assumptions:  # bandwidth and latency terms alike
+        r = dataclasses.replace(r, communication=sp.Integer(0), link_latency_s=sp.Integer(0))
     devices = _count(s.get("devices", 1), ctx, env, f"{where}.devices")
     return _roofline_q(r, _text(node.get("q", "time_s"), f"{where}.q"), devices, where)
 

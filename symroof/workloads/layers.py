@@ -266,14 +266,16 @@ def forward(m: TransformerShape, *, batch: object, seq: object,
            name: str | None = None, window_kernel: WindowKernel | str = WindowKernel.BAND,
            window_span: WindowSpan | str = WindowSpan.EXACT,
            latent: LatentDecode | str = LatentDecode.ABSORBED,
-           expert_reads: ExpertReads | str = ExpertReads.ALL,
+           expert_reads: ExpertReads | str = ExpertReads.EXPECTED,
            dropout: bool = False) -> tuple[Graph, Fuse]:
     """The forward graph of ``m`` as built (each op its own kernel) and the fusion pass
     its builder queued (attention's kernel, with what stays on chip): the graph and the
     first stage of the workload's pipeline. ``seq`` new tokens per sequence attending to
     ``context`` positions (prefill: ``context = seq``; decode: ``seq = 1``). With
     ``dropout`` (training), the model's dropouts run: on the embedding and each sublayer's
-    output (``hidden_dropout``) and on the attention probabilities (``attention_dropout``)."""
+    output (``hidden_dropout``) and on the attention probabilities (``attention_dropout``).
+    ``expert_reads`` defaults to ``"expected"`` as every builder's does (a training step
+    asks for ``"all"``: :func:`symroof.workloads.transformer.training_graph`)."""
     if not isinstance(m, TransformerShape):
         raise SymroofError(f"expected a transformer model, got {type(m).__name__}")
     lg = option(Logits, logits, "logits")

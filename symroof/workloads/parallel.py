@@ -7,10 +7,11 @@ shared expert's) must split evenly. ``pp`` is at most the layers. A bad degree i
 error that lists the valid ones.
 
 >>> from symroof.models import get
->>> check_layout(get("llama-3-70b"), tp=6)
+>>> check_layout(get("llama-3-70b"), tp=6)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-symroof.errors.SymroofError: tp 6: does not split llama-3-70b (64 heads, 8 KV heads); expected one of 1, 2, 4, 8, 16, 32, 64
+symroof.errors.SymroofError: tp 6: does not split llama-3-70b (64 heads, 8 KV heads); expected one \
+of 1, 2, 4, 8, 16, 32, 64; layouts of Pope et al. (2022) that run on 6 chips: weight_gathered ...
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from symroof.errors import SymroofError
 from symroof.ir import Graph, as_expr
 from symroof.passes.shard import Shard
 from symroof.workloads.builder import TransformerShape, routed_d_ff
+from symroof.workloads.inference_layouts import accepting_layouts
 from symroof.workloads.recurrent import ssm_splits
 
 __all__ = ["check_layout", "valid_tp", "shard_model_graph"]
@@ -43,6 +45,15 @@ def _splits(m: TransformerShape, t: int) -> bool:
     return all(not w.is_number or int(w) % t == 0 for w in widths) and ssm_splits(m, t)
 
 
+def _other_layouts(m: TransformerShape, t: int) -> str:
+    """The inference layouts (:mod:`symroof.workloads.inference_layouts`) that accept
+    ``t`` chips for ``m``: a 2D weight-stationary mesh whose F split splits the heads and
+    widths as tensor parallelism must, and weight-gathered."""
+    e = int(m.d_model) if m.d_model.is_number else 1   # a symbolic width: no 2D mesh named
+    return "; ".join(accepting_layouts(t, heads=int(m.heads), d_model=e,
+                                       splits_heads=lambda yz: _splits(m, yz)))
+
+
 def valid_tp(m: TransformerShape) -> tuple[int, ...]:
     """Every tensor-parallel degree that splits ``m`` evenly (numeric heads only)."""
     return tuple(t for t in range(1, int(m.heads) + 1) if _splits(m, t))
@@ -57,7 +68,8 @@ def check_layout(m: TransformerShape, *, tp: object = 1, pp: object = 1,
     if t.is_number and m.heads.is_number and m.kv_heads.is_number and not _splits(m, int(t)):
         raise SymroofError(f"{names[0]} {t}: does not split {m.name} ({m.heads} heads, "
                            f"{m.kv_heads} KV heads); expected one of "
-                           f"{', '.join(map(str, valid_tp(m)))}")
+                           f"{', '.join(map(str, valid_tp(m)))}; layouts of Pope et al. "
+                           f"(2022) that run on {t} chips: {_other_layouts(m, int(t))}")
     if p.is_number and m.layers.is_number and p > m.layers:
         raise SymroofError(f"{names[1]} {p}: more stages than the {m.layers} layers of "
                            f"{m.name}; expected 1 to {m.layers}")

@@ -351,7 +351,7 @@ def test_tp8_table_as_a_command(capsys):
     batch, today's keys kept, the serving figures added (values: tests/engine/test_serving.py)."""
     doc = run_json(capsys, "eval", "decode", "--model", "llama-3-70b", "--hardware",
                    "h100-sxm", "--tp", "8", "--set", "B=1,8,32,128,512", "--set", "S=4096",
-                   "--precision", "fp16")
+                   "--precision", "fp16", "--no-latency")     # the seed counts no latency
     assert isinstance(doc, dict) and len(doc["rows"]) == 5
     for row in doc["rows"]:
         assert TODAY_KEYS | SERVING_KEYS <= set(row)
@@ -365,11 +365,16 @@ def test_tp8_table_as_a_command(capsys):
     assert [r["fits"] for r in doc["rows"]] == [True, True, True, True, False]
     assert doc["rows"][4]["memory"]["kv_cache"] == 512 * 4096 * 40960     # 85.9 GB per GPU
     assert main(["eval", "decode", "--model", "llama-3-70b", "--hardware", "h100-sxm", "--tp",
-                 "8", "--set", "B=1,512", "--set", "S=4096", "--precision", "fp16"]) == 0
+                 "8", "--set", "B=1,512", "--set", "S=4096", "--precision", "fp16",
+                 "--no-latency"]) == 0
     out = capsys.readouterr().out
     assert "tp 8 over nvlink (450 GB/s per direction)" in out
     assert "decode: ITL 5.248 ms, 190.537 tokens/s per user, 190.537 tokens/s in total" in out
     assert "= 103.6 GB of 80 GB: does NOT fit" in out and ": fits" in out
+    # by default the collectives' latency (NCCL's NVLink figures) is a second term
+    assert main(["eval", "decode", "--model", "llama-3-70b", "--hardware", "h100-sxm", "--tp",
+                 "8", "--set", "B=1", "--set", "S=4096", "--precision", "fp16"]) == 0
+    assert "decode: ITL 6.894 ms, 145.05 tokens/s per user" in capsys.readouterr().out
 
 
 def test_worked_example_as_a_command(capsys):
@@ -460,7 +465,7 @@ def test_prompt_speculation_and_experts_as_options(capsys):
                       "0.8", "--draft-tp", "8")["rows"]
     assert row["ttft_s"] > row["time_s"] and row["ttft_prompt_tokens"] == 2048
     assert row["speculative"]["tokens_per_target_pass"] == pytest.approx(3.3616)
-    assert row["speculative"]["speedup"] == pytest.approx(2.32332, rel=1e-4)
+    assert row["speculative"]["speedup"] == pytest.approx(1.94408, rel=1e-4)   # latency on
     t = {mode: run_json(capsys, "eval", "decode", "--model", "mixtral-8x7b", "--hardware",
                         "h100-sxm", "--set", "B=1", "--set", "S=1024", "--expert-reads",
                         mode)["rows"][0]["time_s"] for mode in ("all", "expected")}

@@ -239,7 +239,9 @@ def test_link_roof_and_pipeline_step():
                     efficiency=R(Fraction(1, 2)))
     assert (r.tp, r.pp, r.microbatches) == (4, 2, 2) and r.link == "nvlink"
     assert r.link_bandwidth == 450 * 10**9
-    assert r.time_s == sp.Max(r.compute_time_s, r.memory_time_s) + r.communication / (450 * 10**9)
+    assert r.link_latency_s > 0                                 # NCCL's latency, by default
+    assert r.time_s == sp.Max(r.compute_time_s, r.memory_time_s) + \
+        r.communication / (450 * 10**9) + r.link_latency_s
     assert r.bubble == sp.Rational(1, 3)
     assert r.step_time_s == 3 * r.time_s * 2                   # (2 + 2 - 1) runs, at 1/2
     assert r.tokens == 4 and r.tokens_per_s == 8 / r.step_time_s

@@ -69,17 +69,17 @@ def test_tree_and_full_payload_conventions():
 def test_latency_term_is_alpha_times_steps_plus_base():
     """Llama-3-70B, batch 1, tp 8 on H100 SXM NVLink (NCCL's NVLink ring LL figures in
     the chip file: 0.47 us a step, 3.6 us a collective): the latency is added to the
-    bandwidth term, and dominates it at batch 1."""
+    bandwidth term by default, and dominates it at batch 1; latency=False drops it."""
     a = decode(get("llama-3-70b"), 1, 4096, tp=8)
-    bare = sr.roofline(a, "h100-sxm")
-    timed = sr.roofline(a, "h100-sxm", latency=True)
+    bare = sr.roofline(a, "h100-sxm", latency=False)
+    timed = sr.roofline(a, "h100-sxm")
     _, steps, count = collective_terms(a.graph, "ring")
     alpha = steps * sp.Rational(47, 10**8) + count * sp.Rational(36, 10**7)
     assert timed.link_latency_s == alpha and bare.link_latency_s == 0
     assert timed.communication_time_s - bare.communication_time_s == alpha
     assert count == 2 * 80 + 2 and steps == (2 * 80 + 1) * 14 + 7
     assert timed.link_latency_s > 10 * bare.communication_time_s     # latency-bound
-    full = sr.roofline(a, "h100-sxm", collective="full")
+    full = sr.roofline(a, "h100-sxm", collective="full", latency=False)
     assert full.communication < bare.communication and full.collective == "full"
 
 
@@ -101,8 +101,8 @@ def test_cli_latency_and_collective_flags(capsys):
 
     args = ("eval", "decode", "--model", "llama-3-70b", "--tp", "8", "--set", "B=1",
             "--set", "S=4096", "--hardware", "h100-sxm", "--json")
-    (bare,) = run_json(capsys, *args)["rows"]
-    doc = run_json(capsys, *args, "--latency", "--collective", "full")
+    (bare,) = run_json(capsys, *args, "--no-latency")["rows"]
+    doc = run_json(capsys, *args, "--collective", "full")       # latency on by default
     (timed,) = doc["rows"]
     assert bare["link_latency_s"] == 0 and bare["collective"] == "ring"
     assert timed["collective"] == "full" and doc["request"]["latency"] is True

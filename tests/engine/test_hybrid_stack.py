@@ -98,7 +98,8 @@ def test_tensor_parallel_splits_heads_and_groups(phase, choices):
 
 
 def test_tensor_parallel_must_split_the_ssm_groups():
-    with pytest.raises(SymroofError, match=r"tp 4: does not split .* expected one of 1, 2$"):
+    with pytest.raises(SymroofError,
+                       match=r"tp 4: does not split .* expected one of 1, 2; layouts"):
         decode(_small(), 1, context=8, tp=4)
 
 

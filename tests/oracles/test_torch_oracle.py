@@ -309,3 +309,29 @@ def test_live_training_step_flops(family):
                     window_kernel="masked").flops
     want += _rotary(cfg, seq, transformers.__version__)  # no gradient flows into positions
     assert total == want
+
+
+@pytest.mark.slow
+def test_live_newer_family_decode_step():
+    """One of issue 25's families live (the fixture holds the rest): Cohere 2, a parallel
+    attention || MLP block off one bias-free LayerNorm with sliding windows of 4 on some
+    layers, at a shape the fixture does not hold (batch 3, 5 cached positions, past the
+    window): its parameter count and a decode step's FLOPs against PyTorch's counter.
+    Cheap where the live tests above ran (torch and transformers imported): one tiny model,
+    one step."""
+    torch, transformers, rec = live()
+    spec = next(kw for name, _, kw in rec.family_specs() if name == "cohere2")
+    config = transformers.AutoConfig.for_model("cohere2", **{**rec.FAMILY_BASE, **spec})
+    model = rec.build_model(config)
+    cfg = rec.config_record(model.config)
+    assert from_hf_dict(cfg).params == sum(p.numel() for p in model.parameters())
+    batch, past = 3, 5
+    assert all(e["config"] != cfg for e in ENTRIES)       # not among the fixture's entries
+    with torch.no_grad():
+        torch.manual_seed(2)
+        pre = model(input_ids=rec.random_ids(config.vocab_size, batch, past), use_cache=True)
+        new = rec.random_ids(config.vocab_size, batch, 1)
+        total, _, _, _ = rec.count(model, input_ids=new, use_cache=True,
+                                   **{rec._cache_kwarg(model): rec._get_cache(pre)})
+    want = _symroof_flops(cfg, "decode", batch, past) + _rotary(cfg, 1, transformers.__version__)
+    assert total == want

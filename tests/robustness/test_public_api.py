@@ -26,6 +26,7 @@ from symroof import bounds, budget, footprint, hardware, levels, models, parse, 
 from symroof import workloads as wl
 from symroof.errors import SymroofError, shown
 from symroof.measure.model import load_config
+from symroof.workloads import inference_layouts
 from symroof.present import formula, numbers
 from symroof.symbols import B, D, H, K, L, M, N, S, b, n
 
@@ -161,9 +162,17 @@ def _calls() -> list[Call]:
         Call(symbols.dim, {"name": ("d_kv", "name")}),
         Call(parse.parse_expr, {"text": ("2*M*N*K", "text")}),
         Call(parse.parse_assignment, {"text": ("B=32", "text")}),
+        # Pope et al.'s layouts (issue 25)
+        Call(inference_layouts.layout_communication,
+             {"layout": ("2d_weight_stationary", "option"), "tokens": (B, "dim"),
+              "d_model": (64, "dim"), "d_ff": (128, "dim"), "chips": (8, "dim"),
+              "bytes_per_value": (2, "dim")}),
+        Call(inference_layouts.two_d_splits, {"chips": (8, "dim"), "d_model": (64, "dim")}),
+        Call(inference_layouts.accepting_layouts, {"chips": (6, "dim"), "heads": (6, "dim"),
+                                                   "d_model": (12, "dim")}),
         # memory, levels, bounds
         Call(footprint.memory, {"model": (sym, "model"), "batch": (B, "dim"),
-                                "context": (S, "dim")}),
+                                "context": (S, "dim"), "window_cache": ("window", "option")}),
         Call(footprint.capacity, {"model": (models.get("llama-3-8b"), "model"),
                                   "hw": ("h100-sxm", "hw"), "context": (8192, "dim"),
                                   "tp": (1, "dim"), "precision": ("bf16", "precision")}),
