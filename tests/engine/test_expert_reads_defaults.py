@@ -60,10 +60,10 @@ def test_speculative_verification_reads_the_experts_its_tokens_route_to():
     """k = 3 drafted tokens: the verification runs 4 tokens a sequence, batch 2: 8 tokens,
     8 (1 - (3/4)^8) = 7.20 experts a layer, where 'all' read 8."""
     m = _moe()
-    ver = serving._verify_pass(m, 2, 16, sp.Integer(3), 1)
+    ver = serving.verify_pass(m, 2, 16, sp.Integer(3), 1)
     expected = _weights_minus_dense(ver.cost.bytes_by_kind[Kind.WEIGHT], m, 8)
     assert sp.expand(expected - _expert_bytes(8)) == 0
-    every = serving._verify_pass(m, 2, 16, sp.Integer(3), 1, "all")
+    every = serving.verify_pass(m, 2, 16, sp.Integer(3), 1, expert_reads="all")
     assert _weights_minus_dense(every.cost.bytes_by_kind[Kind.WEIGHT], m, 8) == L * E * EXPERT * 2
     # the same 8 tokens as one decode step of batch 8: the same experts
     assert sp.expand(_weights_minus_dense(decode(m, 8, 16).cost.bytes_by_kind[Kind.WEIGHT], m, 8)
