@@ -24,7 +24,7 @@ import sympy as sp
 
 from symroof.analysis import Analysis
 
-__all__ = ["Row", "Derivation", "derivation", "MAX_ROWS"]
+__all__ = ["Row", "Derivation", "derivation", "workload_spec", "MAX_ROWS"]
 
 #: More op rows than this and the table groups ops by their op group instead.
 MAX_ROWS = 14
@@ -56,7 +56,7 @@ class Derivation:
     step: str
 
 
-def _workload_spec(value: object) -> tuple[Mapping[str, Any], str] | None:
+def workload_spec(value: object) -> tuple[Mapping[str, Any], str] | None:
     """The workload a recipe reads at its top (itself, or a roofline's), and the step
     from its sums to what the recipe reads (None: no step this module knows)."""
     if not isinstance(value, Mapping):
@@ -95,7 +95,7 @@ def derivation(claim_value: object, analysis_of: Any) -> Derivation | None:
     """The derivation of a claim whose recipe reads a workload at its top, or None.
     ``analysis_of(spec)`` returns the workload's :class:`~symroof.analysis.Analysis` (the
     recipe's own, cached: nothing is derived twice)."""
-    found = _workload_spec(claim_value)
+    found = workload_spec(claim_value)
     if found is None:
         return None
     spec, step = found
