@@ -5,8 +5,8 @@ model's shape multiplied into its coefficients (``524288 B S + 15009316864 B``).
 document writes the same formula in the model's names (``B (2 P + 4 L S D)``). This
 module derives it a second time with the preset's *twin*: the same model with each
 shape field a symbol (:func:`twin`: layers ``L``, width ``D``, heads ``H``, KV heads
-``H_kv``, FFN width ``d_ff``, vocabulary ``V``; where the preset keeps a relation the
-documents write, the relation: ``d_ff = 4 D``, ``head_dim = D/H``, ``H_kv = H``). The
+``G``, FFN width ``d_ff``, vocabulary ``V``; where the preset keeps a relation the
+documents write, the relation: ``d_ff = 4 D``, ``head_dim = D/H``, ``G = H``). The
 named formula is kept only if it is exact: the twin's values substituted back give the
 claim's formula (``cancel(named.xreplace(values) - formula) == 0``), so nothing shown can
 differ from what decided the verdict. Where the twin's parameter count is a name the
@@ -30,13 +30,13 @@ import sympy as sp
 from symroof import notation
 from symroof.errors import SymroofError
 from symroof.models import TransformerModel
-from symroof.symbols import D, H, L, P, V, d_ff, d_h, dim
+from symroof.symbols import D, G, H, L, P, V, d_ff, d_h
 from symroof.verify.derivation import Derivation
 
 __all__ = ["Named", "twin", "named_form", "H_KV"]
 
-#: The KV heads of a grouped-query model (seed 001's ``n_kv_heads``).
-H_KV = dim("H_kv")
+#: The KV heads of a grouped-query model (seed 001's ``n_kv_heads``; the claim file's G).
+H_KV = G
 
 
 @dataclass(frozen=True)
