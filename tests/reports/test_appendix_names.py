@@ -109,3 +109,32 @@ def test_ascii_limits_are_typeset_as_math(md):
     assert _escape("md")("M, N -> oo") == "$M, N \\to \\infty$"
     assert _escape("md")("64->64 channels") == "64\\-\\>64 channels"  # not a limit
     assert not re.search(r"-\\textgreater\{\} ?oo", _escape("tex")("n -> oo"))
+
+
+def test_which_term_dominates_when_is_checked_at_stated_points(by_id):
+    # seed 000, 6.4B model (P = 12 L D^2, MHA): weight bytes P b against KV bytes 2 B L S D b,
+    # a ratio of 6 D/(B S), counted by hand
+    assert by_id["s000-decode-weights-dominate"].derived == sp.Rational(6 * 4096, 1 * 1024)
+    assert by_id["s000-decode-kv-dominates"].derived == sp.Rational(512 * 8192, 6 * 4096)
+    for cid in ("s000-decode-weights-dominate", "s000-decode-kv-dominates",
+                "s001-s5-weights-dominate-below", "s001-s5-kv-dominates-above",
+                "s000-linear-as-gemm", "s000-linear-m1-is-gemv", "s000-conv-as-gemm"):
+        assert by_id[cid].status == "match", cid
+    # Llama-3-70B: the two points sit on either side of one crossover, so the KV share
+    # grows by exactly their token-slot ratio (B S: 2,097,152 / 32,768 = 64) only in the
+    # KV term; weights are read once a step either way
+    below = by_id["s001-s5-weights-dominate-below"].derived
+    above = by_id["s001-s5-kv-dominates-above"].derived
+    assert below > 1 and above > 1
+    assert abs(float(above * below) / 64 - 1) < 0.01  # the embedding gather grows with B
+
+
+def test_out_of_scope_quotes_are_verbatim(seed_outcome):
+    seeds = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
+    texts = {p.name[:3]: p.read_text(encoding="utf-8") for p in seeds.glob("*.txt")} \
+        if seeds.is_dir() else {}
+    if not texts:
+        pytest.skip("the seed texts are not beside this checkout")
+    for o in seed_outcome.source.out_of_scope:
+        for piece in o.quote.split("..."):
+            assert piece.strip() in texts[o.document], (o.document, piece)
