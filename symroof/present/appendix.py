@@ -519,6 +519,11 @@ class _NamedPrinter(_FormulaLatex):
 
 def _named_latex(expr: sp.Expr, names: Mapping[sp.Symbol, sp.Expr]) -> str:
     """``expr`` in textbook order with ``names`` first (:func:`symroof.notation.ordered`)."""
+    return _named_latex_of(expr, tuple(names))
+
+
+@functools.lru_cache(maxsize=2048)  # the Markdown and the LaTeX print the same formulas
+def _named_latex_of(expr: sp.Expr, names: tuple[sp.Symbol, ...]) -> str:
     return str(_NamedPrinter({"order": "none"}).doprint(notation.ordered(expr, names, ())))
 
 

@@ -22,6 +22,7 @@ formula carries (the seeds' ``P = 12 L D^2``), the formula is rewritten in ``P``
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -80,9 +81,16 @@ def twin(m: TransformerModel) -> tuple[TransformerModel, dict[sp.Symbol, sp.Expr
 def _exact(named: sp.Expr | None, folded: sp.Expr | None,
            values: Mapping[sp.Symbol, sp.Expr]) -> bool:
     return named is not None and folded is not None and \
-        sp.cancel(named.xreplace(dict(values)) - folded) == 0
+        _cancels(named, folded, tuple(sorted(values.items(), key=str)))
 
 
+@functools.lru_cache(maxsize=4096)  # claims of one workload ask the same question
+def _cancels(named: sp.Expr, folded: sp.Expr,
+             values: tuple[tuple[sp.Symbol, sp.Expr], ...]) -> bool:
+    return sp.cancel(named.xreplace(dict(values)) - folded) == 0
+
+
+@functools.lru_cache(maxsize=1024)
 def _in_p(named: sp.Expr, params: sp.Expr | None) -> sp.Expr:
     """``named`` rewritten in ``P`` where the twin's parameter count is one term (the
     seeds' ``12 L D^2``) and the formula carries it; else ``named``."""

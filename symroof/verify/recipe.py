@@ -168,6 +168,7 @@ class Context:
     twin_log: dict[str, list[tuple[dict[sp.Symbol, sp.Expr], sp.Expr]]] = field(
         default_factory=dict)
     twin_context: Context | None = None  # the twins' own context and caches, made once
+    named: dict[str, Any] = field(default_factory=dict)  # a recipe's named form, once
 
     def with_twins(self) -> Context:
         """This file's context for deriving with twins (one per file: caches shared)."""

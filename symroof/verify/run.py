@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import math
 import re
 from collections.abc import Collection, Iterator, Mapping
@@ -230,6 +231,14 @@ def _named(claim: Claim, result: Result, ctx: Context) -> Named | None:
     if result.status == "error" or result.formula is None or not _reads_preset(claim.value):
         return None
     twins = ctx.with_twins()
+    # claims of one recipe (a table's rows, which differ only in subs) have one named form
+    key = json.dumps([claim.value, sorted(claim.assumptions)], sort_keys=True, default=str)
+    if key not in twins.named:
+        twins.named[key] = _named_form(claim, result, ctx, twins)
+    return twins.named[key]
+
+
+def _named_form(claim: Claim, result: Result, ctx: Context, twins: Context) -> Named | None:
     twins.twin_seen, twins.mentioned = [], set()
     twins.assumptions = frozenset(claim.assumptions)
     where = _at(claim, ctx, "value")
