@@ -662,7 +662,10 @@ def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> 
                     not (in_names and (model_names or model_values)) else ""),
         "in_names": in_names,
         "names": named_values or ", ".join(f"{latex(k)} = {latex(v)}" for k, v in names.items()),
-        "numbers": ", ".join(f"{latex(k)} = {number_latex(v)}" for k, v in numbers.items()),
+        # a long list of values may break after a comma in print (TeX breaks inline
+        # math only at operators)
+        "numbers": (", \\allowbreak " if flavour == "tex" else ", ").join(
+            f"{latex(k)} = {number_latex(v)}" for k, v in numbers.items()),
         "derived_formula": (latex(r.derived) if r.derived is not None and r.derived.free_symbols
                             else ""),
         "subs": subs, "derived": _in_unit(r.derived, r, flavour),
