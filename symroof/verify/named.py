@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from symroof import notation
+from symroof.budget import light
 from symroof.errors import SymroofError
 from symroof.models import TransformerModel
 from symroof.symbols import D, G, H, L, P, V, d_ff, d_h
@@ -87,7 +88,10 @@ def _exact(named: sp.Expr | None, folded: sp.Expr | None,
 @functools.lru_cache(maxsize=4096)  # claims of one workload ask the same question
 def _cancels(named: sp.Expr, folded: sp.Expr,
              values: tuple[tuple[sp.Symbol, sp.Expr], ...]) -> bool:
-    return sp.cancel(named.xreplace(dict(values)) - folded) == 0
+    back = named.xreplace(dict(values))
+    if not (light(back) and light(folded)):  # a named form is shown only where cheap
+        return False
+    return sp.cancel(back - folded) == 0
 
 
 @functools.lru_cache(maxsize=1024)

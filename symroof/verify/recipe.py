@@ -483,7 +483,7 @@ def _twin(m: TransformerModel, ctx: Context, where: str) -> TransformerModel:
     """The preset itself, or (deriving the named form) its twin."""
     if not ctx.twins:
         return m
-    t, values = twin(m)
+    t, values = _calling(where, twin, m)
     ctx.twin_seen.append((values, t.params))
     return t
 

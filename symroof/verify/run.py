@@ -53,7 +53,8 @@ from symroof.verify.compare import (comparison, half_unit, propagated_halfwidth,
 from symroof.verify.grammar import dimension_of
 from symroof.verify.derivation import Derivation, derivation, workload_spec
 from symroof.verify.named import Named, named_form
-from symroof.verify.recipe import Context, check_value, declare_each, evaluate, honour, workload
+from symroof.verify.recipe import (Context, _Heavy, check_value, declare_each, evaluate, honour,
+                                   workload)
 from symroof.verify.schema import Chart, Claim, ClaimFile, field_line
 
 __all__ = ["Result", "Alternative", "Outcome", "run_claims", "derive", "STATUSES",
@@ -243,7 +244,7 @@ def _named_form(claim: Claim, result: Result, ctx: Context, twins: Context) -> N
     twins.assumptions = frozenset(claim.assumptions)
     where = _at(claim, ctx, "value")
     named = roofline = table = None
-    try:
+    try:  # the verdict stands without a named form: nothing here may end the claim
         top = workload_spec(claim.value)
         if top is not None:  # a workload (or a roofline's) at the top: its twin only
             a = workload(top[0], twins, {}, where)
@@ -267,7 +268,7 @@ def _named_form(claim: Claim, result: Result, ctx: Context, twins: Context) -> N
                     ctx.mentioned = mentioned
             else:
                 named = evaluate(claim.value, twins, {}, where)
-    except SymroofError:
+    except (SymroofError, _Heavy, RecursionError):
         return None
     finally:
         twins.assumptions = frozenset()
