@@ -229,10 +229,24 @@ def _md_text(text: str) -> str:
     return markdown_escape(_TEX_WORD.sub(lambda m: _TEX_TEXT[m.group(0)], text))
 
 
+def _tex_quote_text(text: str) -> str:
+    """Quote text outside kept math, for LaTeX: a math fragment's commands as math
+    (``\\times`` as ``$\\times$``) and its lone ``$`` dropped, the rest escaped, as
+    :func:`_md_text` does for Markdown."""
+    out, last = [], 0
+    for m in _TEX_WORD.finditer(text):
+        out.append(_escape("tex")(text[last:m.start()]))
+        word = m.group(0)
+        out.append("" if word == "$" else " " if word == "\\," else f"${word}$")
+        last = m.end()
+    out.append(_escape("tex")(text[last:]))
+    return "".join(out)
+
+
 def _quote(text: str, flavour: str) -> str:
     """A quote escaped for ``flavour``, keeping the document's own ``$...$`` math as math
     when it passes :func:`_kept_math`'s whitelist (else the whole ``$...$`` is text)."""
-    esc = _md_text if flavour != "tex" else _escape(flavour)
+    esc = _md_text if flavour != "tex" else _tex_quote_text
     text = _BREAKS.sub(" ", text)  # a line break would end the Markdown's block quote
     out, last = [], 0
     for m in _MATH.finditer(text):

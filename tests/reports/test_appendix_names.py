@@ -138,3 +138,11 @@ def test_out_of_scope_quotes_are_verbatim(seed_outcome):
     for o in seed_outcome.source.out_of_scope:
         for piece in o.quote.split("..."):
             assert piece.strip() in texts[o.document], (o.document, piece)
+
+
+def test_a_quoted_fragment_of_math_prints_as_math_in_latex():
+    # a quote cut out of the seed's $...$ keeps lone commands: typeset, never raw TeX
+    from symroof.present.appendix import _quote
+    shown = _quote("$I = (13.42 \\times 10^9) / (13.42 \\times 10^9) \\approx 1.0", "tex")
+    assert "\\textbackslash" not in shown and "\\$" not in shown
+    assert shown.count("$\\times$") == 2 and "$\\approx$" in shown
