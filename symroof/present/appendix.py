@@ -45,18 +45,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sympy as sp
+from sympy.printing.latex import LatexPrinter
 
 from symroof import notation
 from symroof.errors import SymroofError
 from symroof.precision import bytes_per_value
 from symroof.present.claim_charts import RenderedChart
 from symroof.present.escape import latex_escape, markdown_escape
+from symroof.present.formula import _Latex as _FormulaLatex
 from symroof.present.formula import latex
 from symroof.present.numbers import json_number, text_number
 from symroof.present.templates import render
 from symroof.symbols import b as _b
 from symroof.verify import Outcome, Result
 from symroof.verify import compare as _compare
+from symroof.verify.derivation import Derivation
 from symroof.version import __version__
 
 __all__ = ["claims_json", "claims_text", "read_claims", "derivation_terms", "render_markdown", "render_latex", "figure", "STATUSES",
@@ -127,8 +130,35 @@ def _tex_text(text: str) -> str:
     return "".join(out)
 
 
+#: A limit written in ASCII in a claim file ("B -> oo", "M, N -> oo"): typeset as math
+_LIMIT = re.compile(r"(?<![\w$\\])([A-Za-z](?:_[A-Za-z0-9]+)?(?:, [A-Za-z](?:_[A-Za-z0-9]+)?)*)"
+                    r" ?-> ?oo(?!\w)")
+
+
+def _limits(esc: Any) -> Any:
+    r"""``esc`` with each ASCII limit of the text (``B -> oo``) as math, ``$B \to \infty$``.
+
+    >>> print(_limits(markdown_escape)("ceiling (B -> oo), M, N -> oo"))
+    ceiling \($B \to \infty$\), $M, N \to \infty$
+    """
+    def run(text: object) -> str:
+        text = str(text)
+        out, last = [], 0
+        for m in _LIMIT.finditer(text):
+            out.append(esc(text[last:m.start()]))
+            out.append(f"${m.group(1)} \\to \\infty$")
+            last = m.end()
+        out.append(esc(text[last:]))
+        return "".join(out)
+    return run
+
+
+_TEX_LIMITS, _MD_LIMITS = _limits(_tex_text), _limits(markdown_escape)
+
+
 def _escape(flavour: str) -> Any:
-    return _tex_text if flavour == "tex" else markdown_escape
+    """Claim-file text escaped for ``flavour``, its ASCII limits typeset as math."""
+    return _TEX_LIMITS if flavour == "tex" else _MD_LIMITS
 
 
 #: LaTeX commands a document's own math may use in a quote (anything else is shown as text)
@@ -199,10 +229,24 @@ def _md_text(text: str) -> str:
     return markdown_escape(_TEX_WORD.sub(lambda m: _TEX_TEXT[m.group(0)], text))
 
 
+def _tex_quote_text(text: str) -> str:
+    """Quote text outside kept math, for LaTeX: a math fragment's commands as math
+    (``\\times`` as ``$\\times$``) and its lone ``$`` dropped, the rest escaped, as
+    :func:`_md_text` does for Markdown."""
+    out, last = [], 0
+    for m in _TEX_WORD.finditer(text):
+        out.append(_escape("tex")(text[last:m.start()]))
+        word = m.group(0)
+        out.append("" if word == "$" else " " if word == "\\," else f"${word}$")
+        last = m.end()
+    out.append(_escape("tex")(text[last:]))
+    return "".join(out)
+
+
 def _quote(text: str, flavour: str) -> str:
     """A quote escaped for ``flavour``, keeping the document's own ``$...$`` math as math
     when it passes :func:`_kept_math`'s whitelist (else the whole ``$...$`` is text)."""
-    esc = _md_text if flavour != "tex" else _escape(flavour)
+    esc = _md_text if flavour != "tex" else _tex_quote_text
     text = _BREAKS.sub(" ", text)  # a line break would end the Markdown's block quote
     out, last = [], 0
     for m in _MATH.finditer(text):
@@ -411,8 +455,16 @@ _F, _Q, _PI, _BETA = sp.symbols("F Q pi beta", positive=True)
 def _roofline_names(r: Result) -> tuple[str, str]:
     """For a claim whose formula is the roofline's ``max`` with the chip's numbers folded
     in (``max(B P/494700000000000, ...)``), that formula in the roofline's own names and
-    the names' values, as LaTeX; ("", "") where it is not exactly that."""
+    the names' values, as LaTeX; ("", "") where it is not exactly that. F and Q are
+    shown in the model's names where the claim has them (:attr:`Result.named`)."""
     d = getattr(r, "derivation", None)
+    named = getattr(r, "named", None)
+    shown: tuple[sp.Expr, sp.Expr] | None = None
+    if named is not None and named.flops is not None and named.bytes is not None:
+        shown = (named.flops, named.bytes)
+        flops = named.flops.xreplace(dict(named.names)).xreplace(dict(named.values))
+        bytes_ = named.bytes.xreplace(dict(named.names)).xreplace(dict(named.values))
+        d = Derivation((), flops, bytes_, "")
     if d is None or r.formula is None or not r.formula.has(sp.Max):
         return "", ""
     maxes = list(r.formula.atoms(sp.Max))
@@ -426,14 +478,19 @@ def _roofline_names(r: Result) -> tuple[str, str]:
         except (SymroofError, ValueError):
             return "", ""
         d = dataclasses.replace(d, flops=d.flops.subs(_b, width), bytes=d.bytes.subs(_b, width))
+        if shown is not None:
+            shown = (shown[0].subs(_b, width), shown[1].subs(_b, width))
     found = _roofline_form(r.formula, m, d.flops, d.bytes)
     if found is None:
         return "", ""
-    named, peak, bandwidth = found
-    values = [f"F = {latex(d.flops)}", f"Q = {latex(d.bytes)}",
+    named_max, peak, bandwidth = found
+    names = dict(named.names) if named is not None else {}
+    f_shown, q_shown = (_named_latex(e, names) for e in shown) if shown is not None else \
+        (latex(d.flops), latex(d.bytes))
+    values = [f"F = {f_shown}", f"Q = {q_shown}",
               f"\\pi = {number_latex(peak)}\\ \\mathrm{{FLOP/s}}",
               f"\\beta = {number_latex(bandwidth)}\\ \\mathrm{{B/s}}"]
-    return latex(named), ", ".join(values)
+    return latex(named_max), ", ".join(values)
 
 
 @functools.lru_cache(maxsize=1024)  # the Markdown and the LaTeX ask for the same claims
@@ -453,12 +510,44 @@ def _roofline_form(formula: sp.Expr, m: sp.Max, flops: sp.Expr, bytes_: sp.Expr
 
 
 def _in_names(r: Result) -> str:
-    """The claim's formula rewritten in the names its claim declares, as LaTeX, or ""
-    where no name applies."""
+    """The claim's formula rewritten in the names its claim declares, or else derived in
+    its model's names (:attr:`Result.named`), as LaTeX; "" where no name applies."""
     names, _ = _names(r)
-    if r.formula is None or not names or not r.formula.free_symbols:
+    if r.formula is None or not r.formula.free_symbols:
         return ""
-    return _rewritten(r.formula, tuple(names.items()))
+    shown = _rewritten(r.formula, tuple(names.items())) if names else ""
+    named = getattr(r, "named", None)
+    if not shown and named is not None and named.formula is not None:
+        shown = _named_latex(named.formula, dict(named.names))
+    return shown
+
+
+class _NamedPrinter(_FormulaLatex):
+    """The formula printer's symbols (``d_ff`` as ``d_{\\mathrm{ff}}``, as the values
+    print), in the order :func:`symroof.notation.ordered` chose (as
+    :func:`symroof.notation.latex` prints)."""
+
+    _print_Add = LatexPrinter._print_Add
+    _print_Mul = LatexPrinter._print_Mul
+
+
+def _named_latex(expr: sp.Expr, names: Mapping[sp.Symbol, sp.Expr]) -> str:
+    """``expr`` in textbook order with ``names`` first (:func:`symroof.notation.ordered`)."""
+    return _named_latex_of(expr, tuple(names))
+
+
+@functools.lru_cache(maxsize=2048)  # the Markdown and the LaTeX print the same formulas
+def _named_latex_of(expr: sp.Expr, names: tuple[sp.Symbol, ...]) -> str:
+    return str(_NamedPrinter({"order": "none"}).doprint(notation.ordered(expr, names, ())))
+
+
+def _model_names(r: Result) -> tuple[dict[sp.Symbol, sp.Expr], dict[sp.Symbol, sp.Expr]]:
+    """The names and numbers the claim's model form uses (``P = 12 L D^2``; ``L = 32``),
+    where the appendix shows that form; empty otherwise."""
+    named = getattr(r, "named", None)
+    if named is None:
+        return {}, {}
+    return dict(named.names), dict(named.values)
 
 
 @functools.lru_cache(maxsize=1024)  # the Markdown and the LaTeX ask for the same claims
@@ -467,7 +556,7 @@ def _rewritten(formula: sp.Expr, names: tuple[tuple[sp.Symbol, sp.Expr], ...]) -
         named = notation.rewrite(formula, dict(names), where="claim")
     except SymroofError:
         return ""
-    return "" if named == formula else notation.latex(named, dict(names))
+    return "" if named == formula else _named_latex(named, dict(names))
 
 
 def _errata_groups(results: Sequence[Result]) -> list[list[Result]]:
@@ -568,6 +657,13 @@ def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> 
     in_names, named_values = _in_names(r), ""
     if not in_names:
         in_names, named_values = _roofline_names(r)
+    model_names, model_values = _model_names(r)
+    if in_names and (model_names or model_values):  # the model's names: say what they are
+        names = {**model_names, **names}
+        numbers = {**model_values, **numbers}
+        if named_values and model_names:
+            named_values += ", " + ", ".join(f"{latex(k)} = {latex(v)}"
+                                             for k, v in model_names.items())
     subs = ", ".join(f"{latex(k)} = {latex(v)}" for k, v in {**names, **numbers}.items())
     claimed = (_in_unit(r.claimed, r, flavour) if r.claimed is not None else
                latex(r.claimed_formula) if r.claimed_formula is not None else "")
@@ -576,10 +672,14 @@ def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> 
         "quantity": esc(c.quantity or f"claim {c.id}"),   # a claim that failed validation
         "quote": _quote(c.quote, flavour) if c.quote else "", "status": r.status, "kind": c.kind,
         # in the roofline's names the folded form says nothing more (and reads worse)
-        "formula": latex(r.formula) if r.formula is not None and not named_values else "",
+        "formula": (latex(r.formula) if r.formula is not None and not named_values and
+                    not (in_names and (model_names or model_values)) else ""),
         "in_names": in_names,
         "names": named_values or ", ".join(f"{latex(k)} = {latex(v)}" for k, v in names.items()),
-        "numbers": ", ".join(f"{latex(k)} = {number_latex(v)}" for k, v in numbers.items()),
+        # a long list of values may break after a comma in print (TeX breaks inline
+        # math only at operators)
+        "numbers": (", \\allowbreak " if flavour == "tex" else ", ").join(
+            f"{latex(k)} = {number_latex(v)}" for k, v in numbers.items()),
         "derived_formula": (latex(r.derived) if r.derived is not None and r.derived.free_symbols
                             else ""),
         "subs": subs, "derived": _in_unit(r.derived, r, flavour),
@@ -623,10 +723,17 @@ def _derivation(r: Result, flavour: str) -> dict[str, Any] | None:
     d = getattr(r, "derivation", None)
     if d is None:
         return None
+    named = getattr(r, "named", None)
+    if named is not None and named.derivation is not None:  # in the model's names
+        d = named.derivation
+    names = dict(named.names) if named is not None else {}
     code = _escape(flavour) if flavour == "tex" else _code
-    return {"rows": [{"label": code(row.label), "F": latex(row.flops), "Q": latex(row.bytes)}
+
+    def shown(e: sp.Expr) -> str:
+        return _named_latex(e, names) if names else latex(e)
+    return {"rows": [{"label": code(row.label), "F": shown(row.flops), "Q": shown(row.bytes)}
                      for row in d.rows],
-            "F": latex(d.flops), "Q": latex(d.bytes), "step": _escape(flavour)(d.step)}
+            "F": shown(d.flops), "Q": shown(d.bytes), "step": _escape(flavour)(d.step)}
 
 
 def _table_item(rows: list[Result], flavour: str, ids: re.Pattern[str] | None = None

@@ -1,7 +1,7 @@
 """A claim's derivation, as a reader checks it by hand: which ops give which terms.
 
-For a claim whose recipe reads a workload (``value.workload``, or the workload of a
-``value.roofline``), :func:`derivation` lists the graph's ops with their FLOPs ``F`` and
+For a claim whose recipe reads a workload (``value.workload``, the workload of a
+``value.roofline``, or the one workload a ``let`` binds before its ``expr``), :func:`derivation` lists the graph's ops with their FLOPs ``F`` and
 counted bytes ``Q`` in the workload's own symbols (ops of equal cost in one row, ops that
 cost nothing left out), their sum (the workload's ``F`` and ``Q``, exactly), and the last
 step that turns the sums into the claimed quantity (``I = F/Q``, ``t = max(F/π, Q/β)``).
@@ -24,7 +24,7 @@ import sympy as sp
 
 from symroof.analysis import Analysis
 
-__all__ = ["Row", "Derivation", "derivation", "MAX_ROWS"]
+__all__ = ["Row", "Derivation", "derivation", "workload_spec", "MAX_ROWS"]
 
 #: More op rows than this and the table groups ops by their op group instead.
 MAX_ROWS = 14
@@ -56,7 +56,7 @@ class Derivation:
     step: str
 
 
-def _workload_spec(value: object) -> tuple[Mapping[str, Any], str] | None:
+def workload_spec(value: object) -> tuple[Mapping[str, Any], str] | None:
     """The workload a recipe reads at its top (itself, or a roofline's), and the step
     from its sums to what the recipe reads (None: no step this module knows)."""
     if not isinstance(value, Mapping):
@@ -64,6 +64,17 @@ def _workload_spec(value: object) -> tuple[Mapping[str, Any], str] | None:
     if isinstance(value.get("workload"), Mapping):
         step = _STEPS["workload"].get(str(value.get("q", "I")))
         return (value["workload"], step) if step else None
+    let, expr = value.get("let"), value.get("expr")
+    if isinstance(let, Mapping) and isinstance(expr, str):  # one workload bound, then algebra
+        bound = [(name, node) for name, node in let.items() if isinstance(node, Mapping)
+                 and isinstance(node.get("workload"), Mapping)]
+        if len(bound) == 1:
+            name, node = bound[0]
+            step = _STEPS["workload"].get(str(node.get("q", "I")))
+            if step and "subs" not in node:
+                shown = " ".join(expr.replace("**", "^").replace("*", " ").split())
+                return node["workload"], f"{step} ({name}), then {shown}"
+        return None
     roofline = value.get("roofline")
     if isinstance(roofline, Mapping) and isinstance(roofline.get("workload"), Mapping) \
             and "devices" not in roofline:
@@ -95,7 +106,7 @@ def derivation(claim_value: object, analysis_of: Any) -> Derivation | None:
     """The derivation of a claim whose recipe reads a workload at its top, or None.
     ``analysis_of(spec)`` returns the workload's :class:`~symroof.analysis.Analysis` (the
     recipe's own, cached: nothing is derived twice)."""
-    found = _workload_spec(claim_value)
+    found = workload_spec(claim_value)
     if found is None:
         return None
     spec, step = found

@@ -73,6 +73,7 @@ from symroof.passes.tile import tile_pass
 from symroof.solve import crossover, crossover_curve, limit, sensitivity, theta
 from symroof.symbols import CANONICAL, dim, quantity
 from symroof.verify.grammar import NODE_KEYS, SPEC_KEYS, check_keys
+from symroof.verify.named import twin
 from symroof.workloads.attention import ElementwiseFlops
 from symroof.workloads import registry
 
@@ -160,6 +161,22 @@ class Context:
     in_guard: bool = False    # in the guarded child: everything runs here
     mentioned: set[sp.Basic] = field(default_factory=set)  # symbols the recipe's inputs use
     assumptions: frozenset[str] = frozenset()  # the claim's stated assumptions, in force
+    # presets replaced by their twins (symroof.verify.named); each twin met: the numbers
+    # its symbols stand for and its parameter count (a cached model or workload logs the
+    # twins its build met, and meets them again when the cache answers)
+    twins: bool = False
+    twin_seen: list[tuple[dict[sp.Symbol, sp.Expr], sp.Expr]] = field(default_factory=list)
+    twin_log: dict[str, list[tuple[dict[sp.Symbol, sp.Expr], sp.Expr]]] = field(
+        default_factory=dict)
+    twin_context: Context | None = None  # the twins' own context and caches, made once
+    named: dict[str, Any] = field(default_factory=dict)  # a recipe's named form, once
+
+    def with_twins(self) -> Context:
+        """This file's context for deriving with twins (one per file: caches shared)."""
+        if self.twin_context is None:
+            self.twin_context = Context(self.declared, self.path, self.text,
+                                        refused=self.refused, twins=True)
+        return self.twin_context
 
     def symbol(self, name: str, where: str) -> sp.Symbol:
         if not isinstance(name, str):
@@ -246,7 +263,8 @@ def _structural(fn: Callable[[Mapping[str, Any], Context, Mapping[str, Any], str
         try:
             return fn(node, ctx, env, where)
         except _Heavy:
-            pass
+            if ctx.twins:  # a named form is shown only where it comes cheaply
+                raise SymroofError(f"{where}: too large for a named form") from None
         finally:
             ctx.light_only = False
         value, mentioned = guarded(where, _in_guard, fn, node, ctx, env, where)
@@ -428,13 +446,15 @@ def model(spec: object, ctx: Context, env: Mapping[str, Any], where: str) -> Tra
     """A model from a preset name or a table (see the module docstring)."""
     key = json.dumps([spec, _env_key(env)], sort_keys=True, default=str)
     if key in ctx.models:
+        ctx.twin_seen += ctx.twin_log.get(key, [])
         return _mention_model(ctx, ctx.models[key])
+    mark = len(ctx.twin_seen)
     if isinstance(spec, str):
-        m = get(spec)
+        m = _twin(get(spec), ctx, where)
     else:
         s = _table(spec, where, "model")
         if "preset" in s:
-            m = get(_text(s["preset"], f"{where}.preset"))
+            m = _twin(get(_text(s["preset"], f"{where}.preset")), ctx, where)
         elif "transformer" in s:
             kw = {k: (v if k in _STRING_FIELDS or isinstance(v, bool) else
                       _expr(v, ctx, env, f"{where}.transformer.{k}"))
@@ -455,7 +475,18 @@ def model(spec: object, ctx: Context, env: Mapping[str, Any], where: str) -> Tra
         if formats:
             m = _calling(where, m.with_precision, **formats)
     ctx.models[key] = m
+    if ctx.twins:
+        ctx.twin_log[key] = ctx.twin_seen[mark:]
     return _mention_model(ctx, m)
+
+
+def _twin(m: TransformerModel, ctx: Context, where: str) -> TransformerModel:
+    """The preset itself, or (deriving the named form) its twin."""
+    if not ctx.twins:
+        return m
+    t, values = _calling(where, twin, m)
+    ctx.twin_seen.append((values, t.params))
+    return t
 
 
 def _mention_model(ctx: Context, m: TransformerModel) -> TransformerModel:
@@ -540,7 +571,9 @@ def workload(spec: object, ctx: Context, env: Mapping[str, Any], where: str) -> 
                else "workload")
     key = json.dumps([s, _env_key(env)], sort_keys=True, default=str)
     if key in ctx.workloads:
+        ctx.twin_seen += ctx.twin_log.get(key, [])
         return _mention_graph(ctx, ctx.workloads[key])
+    mark = len(ctx.twin_seen)
     if "graph" in s:
         a = _calling(where, analyze, _graph(s["graph"], ctx, env, f"{where}.graph"))
     else:
@@ -567,6 +600,8 @@ def workload(spec: object, ctx: Context, env: Mapping[str, Any], where: str) -> 
                      **kwargs)
     a = _passes(a, s, ctx, env, where)
     ctx.workloads[key] = a
+    if ctx.twins:
+        ctx.twin_log[key] = ctx.twin_seen[mark:]
     return _mention_graph(ctx, a)
 
 

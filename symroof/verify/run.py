@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import math
 import re
 from collections.abc import Collection, Iterator, Mapping
@@ -50,8 +51,10 @@ from symroof.verify.charts import check_chart
 from symroof.verify.compare import (comparison, half_unit, propagated_halfwidth, status,
                                     tolerance_text)
 from symroof.verify.grammar import dimension_of
-from symroof.verify.derivation import Derivation, derivation
-from symroof.verify.recipe import Context, check_value, declare_each, evaluate, honour, workload
+from symroof.verify.derivation import Derivation, derivation, workload_spec
+from symroof.verify.named import Named, named_form
+from symroof.verify.recipe import (Context, _Heavy, check_value, declare_each, evaluate, honour,
+                                   workload)
 from symroof.verify.schema import Chart, Claim, ClaimFile, field_line
 
 __all__ = ["Result", "Alternative", "Outcome", "run_claims", "derive", "STATUSES",
@@ -91,6 +94,7 @@ class Result:
     findings: tuple[str, ...] = ()          # the engine's remarks beside the row
     comparison: str = ""                    # "equal", "within", "at most", "at least"
     derivation: Derivation | None = None    # the ops' F and Q and the step to the claim
+    named: Named | None = None              # the formula in the model's names (presets)
 
     @property
     def assumptions(self) -> tuple[str, ...]:
@@ -194,10 +198,11 @@ def _check(claim: Claim, ctx: Context, claims: Mapping[str, Claim]) -> Result:
             findings.append(_fits(claim, result.subs, ctx))
     with _field(claim, ctx, "note"):
         note = fill_note(claim.note, result)
-    return dataclasses.replace(result, claim=dataclasses.replace(claim, note=note),
-                               findings=tuple(findings),
-                               comparison=comparison(claim.rounding),
-                               derivation=_derivation(claim, result, ctx))
+    result = dataclasses.replace(result, claim=dataclasses.replace(claim, note=note),
+                                 findings=tuple(findings),
+                                 comparison=comparison(claim.rounding),
+                                 derivation=_derivation(claim, result, ctx))
+    return dataclasses.replace(result, named=_named(claim, result, ctx))
 
 
 def _derivation(claim: Claim, result: Result, ctx: Context) -> Derivation | None:
@@ -210,6 +215,92 @@ def _derivation(claim: Claim, result: Result, ctx: Context) -> Derivation | None
         return derivation(claim.value, lambda spec: workload(spec, ctx, {}, where))
     except SymroofError:  # the verdict stands without its table
         return None
+
+
+def _reads_preset(node: object) -> bool:
+    if isinstance(node, Mapping):
+        return any((k == "model" and (isinstance(v, str) or
+                                      isinstance(v, Mapping) and "preset" in v))
+                   or _reads_preset(v) for k, v in node.items())
+    return isinstance(node, list) and any(_reads_preset(v) for v in node)
+
+
+def _named(claim: Claim, result: Result, ctx: Context) -> Named | None:
+    """The claim derived again with its presets' twins, in their names
+    (:mod:`symroof.verify.named`); None where the recipe reads no preset, or no part of
+    the twin form is exactly the folded one (the verdict stands without it)."""
+    if result.status == "error" or result.formula is None or not _reads_preset(claim.value):
+        return None
+    twins = ctx.with_twins()
+    # claims of one recipe (a table's rows, which differ only in subs) have one named form
+    key = json.dumps([claim.value, sorted(claim.assumptions)], sort_keys=True, default=str)
+    if key not in twins.named:
+        twins.named[key] = _named_form(claim, result, ctx, twins)
+    return twins.named[key]
+
+
+def _named_form(claim: Claim, result: Result, ctx: Context, twins: Context) -> Named | None:
+    twins.twin_seen, twins.mentioned = [], set()
+    twins.assumptions = frozenset(claim.assumptions)
+    where = _at(claim, ctx, "value")
+    named = roofline = table = None
+    try:  # the verdict stands without a named form: nothing here may end the claim
+        top = workload_spec(claim.value)
+        if top is not None:  # a workload (or a roofline's) at the top: its twin only
+            a = workload(top[0], twins, {}, where)
+            d = result.derivation
+            table = derivation(claim.value, lambda spec: a)
+            if "roofline" in claim.value:
+                if d is not None:
+                    roofline = (a.flops, a.bytes, d.flops, d.bytes)
+            else:
+                named = a.quantities.get(str(claim.value.get("q", "I")))
+        else:
+            inner = _roofline_formula(claim.value)
+            if inner is not None:  # the roofline's algebra: its F and Q in names
+                f = evaluate(inner["F"], twins, {}, where)
+                q = evaluate(inner["Q"], twins, {}, where)
+                mentioned = ctx.mentioned
+                try:
+                    roofline = (f, q, evaluate(inner["F"], ctx, {}, where),
+                                evaluate(inner["Q"], ctx, {}, where))
+                finally:
+                    ctx.mentioned = mentioned
+            else:
+                named = evaluate(claim.value, twins, {}, where)
+    except (SymroofError, _Heavy, RecursionError):
+        return None
+    finally:
+        twins.assumptions = frozenset()
+    seen = twins.twin_seen
+    values: dict[sp.Symbol, sp.Expr] = {}
+    for v, _ in seen:
+        if any(values.get(k, x) != x for k, x in v.items()):
+            return None  # two presets of different shapes: no one set of names
+        values.update(v)
+    params = seen[0][1] if seen and all(p == seen[0][1] for _, p in seen) else None
+    if not isinstance(named, sp.Expr):
+        named = None
+    return named_form(result.formula, named, values, params, roofline=roofline,
+                      derivation=table, folded=result.derivation)
+
+
+def _roofline_formula(node: object) -> Mapping[str, Any] | None:
+    """The first roofline_formula table in a recipe (its F and Q are nodes)."""
+    if isinstance(node, Mapping):
+        if isinstance(node.get("roofline_formula"), Mapping):
+            rf = node["roofline_formula"]
+            return rf if "F" in rf and "Q" in rf else None
+        for v in node.values():
+            found = _roofline_formula(v)
+            if found is not None:
+                return found
+    if isinstance(node, list):
+        for v in node:
+            found = _roofline_formula(v)
+            if found is not None:
+                return found
+    return None
 
 
 def _number(value: sp.Expr | None, claim: Claim) -> float | None:

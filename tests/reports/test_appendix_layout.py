@@ -219,17 +219,40 @@ def _agrees(printed: str, exponent: str | None, value: float) -> bool:
     return abs(value - x) <= unit / 2 * (1 + 1e-9)
 
 
-def test_every_figure_a_note_gives_in_its_claims_unit_is_a_derived_value(seed_outcome):
+def _note_unit(text: str | None, claim_unit: str) -> str | None:
+    """The unit of a note's figure when it is checkable against the claim's kind of
+    value: the claim's own unit, or another unit of the same dimension (``ms`` in an
+    ``s`` claim, ``B`` or ``B/token`` in a ``GB`` claim) that is not a bare count."""
+    if text is None:
+        return None
+    if text == claim_unit:
+        return text
+    try:
+        dimension = units.dimension_expr(text)
+    except SymroofError:  # a word, not a unit
+        return None
+    same = dimension == units.dimension_expr(claim_unit)
+    return text if same and dimension != 1 else None
+
+
+# "4,096 B per token" is a figure in B/token
+_PER = re.compile(r"\b(B|FLOP|bytes?) per (token|parameter)\b")
+
+
+def test_every_figure_a_note_gives_is_a_derived_value(seed_outcome):
     """Notes are right: a number a note prints in its claim's own unit ("7.34 ms" beside a
-    claim in ms) is, at its own precision, a value the engine derived or the document
-    printed: this claim's, one of its alternatives', or another claim's (compared in base
-    units: the KV term of a decode step in GB is the KV claim's bytes)."""
-    by_base: dict[str, list[float]] = {}  # every value, in base units, by base unit
+    claim in ms), or in another unit of the same dimension ("4,294,967,296 B" beside a
+    claim in GB, "36,000 s" beside one in h, "4,096 B per token" beside one in GB), is, at
+    its own precision, a value the engine derived or the document printed: this claim's,
+    one of its alternatives', or another claim's (compared in base units: the KV term of
+    a decode step in GB is the KV claim's bytes). A figure glued to "B" ("540B") names a
+    model's size, not bytes."""
+    by_dimension: dict[sp.Expr, list[float]] = {}  # every value, in base units
     for r in seed_outcome.results:
         for v in [r.derived, r.claimed, *(a.derived for a in r.alternatives)]:
             if v is not None and not v.free_symbols:
-                by_base.setdefault(units.base(r.claim.unit), []).append(float(v))
-    checked, wrong = 0, []
+                by_dimension.setdefault(units.dimension_expr(r.claim.unit), []).append(float(v))
+    checked, other_unit, wrong = 0, 0, []
     for r in seed_outcome.results:
         unit = r.claim.unit
         if unit in ("-", "ratio"):
@@ -237,16 +260,20 @@ def test_every_figure_a_note_gives_in_its_claims_unit_is_a_derived_value(seed_ou
         # math and code are formulas, not figures; a figure in quotes is the document's own
         prose_only = re.sub(r"\$[^$]*\$|`[^`]*`|(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"", " ",
                             r.claim.note)
+        prose_only = _PER.sub(lambda m: f"{m.group(1)}/{m.group(2)}", prose_only)
         for m in _NOTE_NUMBER.finditer(prose_only):
-            if m.group(3) != unit:  # a figure of another quantity (B per token in a GB claim)
+            shown = _note_unit(m.group(3), unit)
+            glued = prose_only[m.end(2) if m.group(2) else m.end(1):].startswith("B")
+            if shown is None or shown == "B" and glued:  # "540B": a model's size
                 continue
             checked += 1
-            scale = float(units.scale(unit))
+            other_unit += shown != unit
+            scale = float(units.scale(shown))
             if not any(_agrees(m.group(1), m.group(2), v / scale)
-                       for v in by_base[units.base(unit)]):
+                       for v in by_dimension[units.dimension_expr(shown)]):
                 wrong.append(f"{r.claim.id}: {m.group(0)!r}")
     assert not wrong, f"note figures that are no derived or printed value: {wrong}"
-    assert checked >= 60
+    assert checked >= 80 and other_unit >= 10
 
 
 def test_a_qualitative_claim_is_a_condition_never_a_printed_1(md, seed_outcome):

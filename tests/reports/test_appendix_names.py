@@ -1,0 +1,148 @@
+"""Claims that read a preset model shown in the model's names (issue 21): the formula, the
+roofline's F and Q and the derivation table derived again with the preset's twin
+(``symroof.verify.named``), each exactly the folded formula at the model's numbers; and
+ASCII limits (``B -> oo``) typeset as math."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import sympy as sp
+
+from symroof.models import get
+from symroof.present.appendix import _escape
+from symroof.symbols import B, D, L, P, S, V, b, d_ff
+from symroof.verify.named import H_KV, named_form, twin
+
+
+@pytest.fixture(scope="module")
+def md(seed_appendix: Path) -> str:
+    return (seed_appendix / "seed_appendix.md").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def by_id(seed_outcome):
+    return {r.claim.id: r for r in seed_outcome.results}
+
+
+def _block(md: str, cid: str) -> str:
+    return md.split(f'<a id="{cid}"></a>')[1].split("\n<a id=")[0]
+
+
+def test_every_named_form_is_exactly_the_folded_formula(seed_outcome):
+    named = [r for r in seed_outcome.results if r.named is not None]
+    assert len(named) >= 60  # the claims that read seed-6.4b, llama-3-8b or llama-3-70b
+    for r in named:
+        n = r.named
+        names, values = dict(n.names), dict(n.values)
+
+        def back(e: sp.Expr) -> sp.Expr:
+            return e.xreplace(names).xreplace(values)
+        if n.formula is not None:
+            assert sp.cancel(back(n.formula) - r.formula) == 0, r.claim.id
+            # in names: no coefficient of the model's size is left in the shown formula
+            assert all(abs(c) < 10**4 for c in n.formula.atoms(sp.Integer)), r.claim.id
+        if n.derivation is not None:
+            d = r.derivation
+            assert [x.label for x in n.derivation.rows] == [x.label for x in d.rows]
+            for mine, folded in zip(n.derivation.rows, d.rows):
+                assert sp.cancel(back(mine.flops) - folded.flops) == 0, r.claim.id
+                assert sp.cancel(back(mine.bytes) - folded.bytes) == 0, r.claim.id
+            assert sp.cancel(back(n.derivation.flops) - d.flops) == 0, r.claim.id
+
+
+def test_decode_of_the_seed_model_reads_2P_plus_4LSD(by_id, md):
+    # hand count (seed 000): F = B (2P + 4 L S D), Q = b (P + 2 B L S D), P = 12 L D^2
+    n = by_id["s000-uh4-b1-flops"].named
+    assert dict(n.names) == {P: 12 * L * D**2}
+    assert sp.expand(n.formula - (2 * P * B + 4 * B * L * S * D)) == 0
+    assert dict(n.values) == {L: 32, D: 4096}
+    q = by_id["s000-uh4-b1-bytes"].named
+    assert sp.expand(q.formula - (P * b + 2 * B * L * S * D * b)) == 0
+    block = _block(md, "s000-uh4-b1-flops")
+    assert "$$\n2 P B + 4 B S L D\n$$" in block and "12884901888" not in block
+    assert "With $P = 12 L D^{2},\\ L = 32, D = 4096, B = 1, S = 1024$" in block
+
+
+def test_llama_preset_is_shown_in_its_shape(by_id, md):
+    # Llama-3-8B decode FLOPs, counted by hand from its shape (Meta's reference): per
+    # token and layer q/o 2 D^2, k/v 2 D^2 H_kv/H, gated MLP 3 D d_ff, lm_head D V, the
+    # attention products 2 S D; two FLOPs a multiply-add
+    r = by_id["s001-ex-b1-flops-s1024"]
+    hand = 2 * B * (L * (2 * D**2 + 2 * D**2 * H_KV / 32 + 3 * D * d_ff + 2 * S * D) + D * V)
+    values = dict(r.named.values)
+    assert sp.cancel(r.named.formula.subs({sp.Symbol("H", positive=True, integer=True): 32})
+                     .xreplace({k: v for k, v in values.items()}) -
+                     hand.xreplace(values)) == 0
+    assert values[d_ff] == 14336 and values[V] == 128256 and values[H_KV] == 8
+    block = _block(md, "s001-ex-b1-flops-s1024")
+    assert "15009316864" not in block and "d_{\\mathrm{ff}} = 14336" in block
+    assert "G = 8" in block and "H_{" not in block
+
+
+def test_worked_example_keeps_the_documents_P(by_id):
+    # P is the claim file's stated 8e9; the attention term comes from llama-3-8b's shape
+    n = by_id["s001-we-flops"].named
+    assert sp.expand(n.formula - 2 * B * (P + 2 * S * L * D)) == 0 and n.names == ()
+    t = by_id["s001-we-t-step"].named
+    assert t.flops is not None and sp.expand(t.flops - 2 * B * (P + 2 * S * L * D)) == 0
+
+
+def test_twin_keeps_the_relations_the_documents_write():
+    m, values = twin(get("seed-6.4b"))
+    assert (m.d_ff, m.head_dim, m.kv_heads, m.params) == (4 * D, D / m.heads, m.heads,
+                                                         12 * L * D**2)
+    m8, values8 = twin(get("llama-3-8b"))
+    assert m8.kv_heads == H_KV and values8[H_KV] == 8 and m8.head_dim == D / m8.heads
+
+
+def test_a_named_form_that_is_not_exact_is_never_shown():
+    assert named_form(2 * B, 3 * B * L, {L: 1}, None) is None
+    assert named_form(64 * B, 2 * B * L, {L: 32}, None).formula == 2 * B * L
+
+
+def test_ascii_limits_are_typeset_as_math(md):
+    assert "$B \\to \\infty$" in md and "-\\> oo" not in md and "-> oo" not in md
+    assert _escape("tex")("ceiling (B -> oo)") == "ceiling ($B \\to \\infty$)"
+    assert _escape("md")("M, N -> oo") == "$M, N \\to \\infty$"
+    assert _escape("md")("64->64 channels") == "64\\-\\>64 channels"  # not a limit
+    assert not re.search(r"-\\textgreater\{\} ?oo", _escape("tex")("n -> oo"))
+
+
+def test_which_term_dominates_when_is_checked_at_stated_points(by_id):
+    # seed 000, 6.4B model (P = 12 L D^2, MHA): weight bytes P b against KV bytes 2 B L S D b,
+    # a ratio of 6 D/(B S), counted by hand
+    assert by_id["s000-decode-weights-dominate"].derived == sp.Rational(6 * 4096, 1 * 1024)
+    assert by_id["s000-decode-kv-dominates"].derived == sp.Rational(512 * 8192, 6 * 4096)
+    for cid in ("s000-decode-weights-dominate", "s000-decode-kv-dominates",
+                "s001-s5-weights-dominate-below", "s001-s5-kv-dominates-above",
+                "s000-linear-as-gemm", "s000-linear-m1-is-gemv", "s000-conv-as-gemm"):
+        assert by_id[cid].status == "match", cid
+    # Llama-3-70B: the two points sit on either side of one crossover, so the KV share
+    # grows by exactly their token-slot ratio (B S: 2,097,152 / 32,768 = 64) only in the
+    # KV term; weights are read once a step either way
+    below = by_id["s001-s5-weights-dominate-below"].derived
+    above = by_id["s001-s5-kv-dominates-above"].derived
+    assert below > 1 and above > 1
+    assert abs(float(above * below) / 64 - 1) < 0.01  # the embedding gather grows with B
+
+
+def test_out_of_scope_quotes_are_verbatim(seed_outcome):
+    seeds = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
+    texts = {p.name[:3]: p.read_text(encoding="utf-8") for p in seeds.glob("*.txt")} \
+        if seeds.is_dir() else {}
+    if not texts:
+        pytest.skip("the seed texts are not beside this checkout")
+    for o in seed_outcome.source.out_of_scope:
+        for piece in o.quote.split("..."):
+            assert piece.strip() in texts[o.document], (o.document, piece)
+
+
+def test_a_quoted_fragment_of_math_prints_as_math_in_latex():
+    # a quote cut out of the seed's $...$ keeps lone commands: typeset, never raw TeX
+    from symroof.present.appendix import _quote
+    shown = _quote("$I = (13.42 \\times 10^9) / (13.42 \\times 10^9) \\approx 1.0", "tex")
+    assert "\\textbackslash" not in shown and "\\$" not in shown
+    assert shown.count("$\\times$") == 2 and "$\\approx$" in shown
