@@ -20,7 +20,8 @@ import sympy as sp
 from symroof.errors import SymroofError
 from symroof.ir import Graph, as_expr
 from symroof.passes.shard import Shard
-from symroof.workloads.builder import TransformerShape, routed_d_ff
+from symroof.workloads.builder import routed_d_ff
+from symroof.workloads.shape import ModelShape
 from symroof.workloads.recurrent import ssm_splits
 
 __all__ = ["check_layout", "valid_tp", "shard_model_graph"]
@@ -34,7 +35,7 @@ def _degree(value: object, what: str) -> sp.Expr:
     return expr
 
 
-def _splits(m: TransformerShape, t: int) -> bool:
+def _splits(m: ModelShape, t: int) -> bool:
     """Whether ``t`` devices split every head and width of ``m`` evenly."""
     h, g = int(m.heads), int(m.kv_heads)
     if h % t or (g % t and t % g):
@@ -43,12 +44,12 @@ def _splits(m: TransformerShape, t: int) -> bool:
     return all(not w.is_number or int(w) % t == 0 for w in widths) and ssm_splits(m, t)
 
 
-def valid_tp(m: TransformerShape) -> tuple[int, ...]:
+def valid_tp(m: ModelShape) -> tuple[int, ...]:
     """Every tensor-parallel degree that splits ``m`` evenly (numeric heads only)."""
     return tuple(t for t in range(1, int(m.heads) + 1) if _splits(m, t))
 
 
-def check_layout(m: TransformerShape, *, tp: object = 1, pp: object = 1,
+def check_layout(m: ModelShape, *, tp: object = 1, pp: object = 1,
                  microbatches: object = 1, names: tuple[str, str, str] = (
                      "tp", "pp", "microbatches")) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
     """``(tp, pp, microbatches)`` checked against ``m``; ``names`` are how errors name
@@ -67,7 +68,7 @@ def check_layout(m: TransformerShape, *, tp: object = 1, pp: object = 1,
     return t, p, mb
 
 
-def shard_model_graph(g: Graph, m: TransformerShape, *, tp: object = 1, pp: object = 1,
+def shard_model_graph(g: Graph, m: ModelShape, *, tp: object = 1, pp: object = 1,
                       microbatches: object = 1) -> Graph:
     """``g``, a forward graph of ``m``, sharded by the checked layout."""
     t, p, mb = check_layout(m, tp=tp, pp=pp, microbatches=microbatches)
