@@ -30,8 +30,6 @@ from symroof.passes.fuse import Fuse
 from symroof.passes.pipeline import Pipeline
 from symroof.workloads.attention import (ElementwiseFlops, attention_core, causal_fraction,
                                          fusion, window_fraction, window_span)
-# TransformerShape and LatentShape: the old names of ModelShape and LatentAttention, kept
-# importable from here for code that imports them
 from symroof.workloads.builder import (Builder, LayerGroup, LatentShape, TransformerShape, kv_dim,
                                       q_dim)
 from symroof.workloads.dropout import attention_core_with_dropout
@@ -41,6 +39,8 @@ from symroof.workloads.recurrent import (deltanet_mixer, lightning_mixer, mamba1
                                          mamba2_mixer, short_conv_mixer)
 from symroof.workloads.shape import ModelShape
 
+# TransformerShape and LatentShape: the old names of ModelShape and LatentAttention, kept
+# importable from here for code that imports them
 __all__ = ["TransformerShape", "LatentShape", "LayerGroup", "Choices", "forward_graph",
            "weight_tensors", "kv_cache_tensors"]
 
