@@ -28,7 +28,7 @@ from symroof.hardware import HardwareSpec, resolve
 from symroof.ir import as_dim, as_expr
 from symroof.options import Causal, FlopCount, Recompute, option
 from symroof.precision import Precision
-from symroof.workloads.builder import TransformerShape
+from symroof.workloads.shape import ModelShape
 from symroof.workloads.transformer import training
 
 __all__ = ["TrainingCompute", "TrainingTime", "training_compute", "training_time",
@@ -61,7 +61,7 @@ class TrainingCompute:
         return self.hardware_flops_per_token * as_expr(tokens, "tokens")
 
 
-def training_compute(model: TransformerShape, seq: object, *,
+def training_compute(model: ModelShape, seq: object, *,
                      recompute: Recompute | bool | str = Recompute.FLASH, fused: bool = True,
                      causal: Causal | bool | str = Causal.HALF,
                      flop_count: FlopCount | str = FlopCount.TWO_PER_MAC) -> TrainingCompute:

@@ -32,7 +32,7 @@ from symroof.options import Causal, Recompute, Statistics, option
 from symroof.passes.optimizer import ADAM, Optimizer
 from symroof.training.layout import TrainingLayout
 from symroof.training.parts import Part, TrainingParts, training_parts
-from symroof.workloads.builder import TransformerShape
+from symroof.workloads.shape import ModelShape
 
 __all__ = ["StageMemory", "TrainingMemory", "training_memory"]
 
@@ -97,7 +97,7 @@ def _stage(name: str, acts: sp.Expr, params: Part, flight: sp.Expr, lay: Trainin
                        flight * acts, flight)
 
 
-def _check(model: TransformerShape, lay: TrainingLayout) -> None:
+def _check(model: ModelShape, lay: TrainingLayout) -> None:
     if lay.tp != 1 and (model.experts != 1 or model.latent is not None):
         raise SymroofError(f"training memory: tensor parallelism of model {model.name!r} "
                            "(experts or latent attention) is not modelled; use tp=1")
@@ -106,7 +106,7 @@ def _check(model: TransformerShape, lay: TrainingLayout) -> None:
                            f"{model.layers} layers of model {model.name!r}")
 
 
-def training_memory(model: TransformerShape, *, batch: object, seq: object,
+def training_memory(model: ModelShape, *, batch: object, seq: object,
                     layout: TrainingLayout = TrainingLayout(),
                     recompute: Recompute | bool | str = Recompute.FLASH, fused: bool = True,
                     causal: Causal | bool | str = Causal.HALF,

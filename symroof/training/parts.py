@@ -34,7 +34,7 @@ from symroof.ir import Gather, Gemm, Graph, Kind, Op, Tensor, as_expr
 from symroof.options import Causal, Recompute, Statistics, option
 from symroof.passes.backward import STATISTICS_PREFIX
 from symroof.passes.saved import saved_tensors
-from symroof.workloads.builder import TransformerShape
+from symroof.workloads.shape import ModelShape
 from symroof.workloads.transformer import training_graph
 
 __all__ = ["Part", "TrainingParts", "training_parts", "tensor_parallel_split"]
@@ -118,13 +118,13 @@ def _before(g: Graph, forward: frozenset[str]) -> set[object]:
     return found
 
 
-def _check(model: TransformerShape) -> None:
-    if not isinstance(model, TransformerShape):
+def _check(model: ModelShape) -> None:
+    if not isinstance(model, ModelShape):
         raise SymroofError(f"training parts: expected a transformer model, got "
                            f"{type(model).__name__}")
 
 
-def training_parts(model: TransformerShape, batch: object, seq: object, *,
+def training_parts(model: ModelShape, batch: object, seq: object, *,
                    recompute: Recompute | bool | str = Recompute.FLASH, fused: bool = True,
                    causal: Causal | bool | str = Causal.HALF,
                    statistics: Statistics | str = Statistics.SAVED,

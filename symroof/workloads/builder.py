@@ -1,11 +1,11 @@
 """What the transformer graph builder reads from a model, and the pieces every layer uses.
 
-:class:`TransformerShape` is the model description as the builder sees it (a
-``TransformerModel`` satisfies it), :class:`LayerGroup` one kind of layer and how many
-of it there are, and :class:`Builder` one graph under construction with its linear
-layers and norms. Attention, the mixture of experts and latent attention build on it
-(``layers``, ``experts``, ``latent``), so this module needs nothing from
-``symroof.models``.
+The builder reads a model's data, a :class:`~symroof.workloads.shape.ModelShape` (a
+``TransformerModel`` is one; ``TransformerShape`` is its old name here);
+:class:`LayerGroup` is one kind of layer and how many of it there are, and
+:class:`Builder` one graph under construction with its linear layers and norms.
+Attention, the mixture of experts and latent attention build on it (``layers``,
+``experts``, ``latent``), so this module needs nothing from ``symroof.models``.
 
 >>> LayerGroup(21, windowed=True).prefix, LayerGroup(3, dense_in_moe=True).block
 ('local.', 'dense_layer')
@@ -13,9 +13,7 @@ layers and norms. Attention, the mixture of experts and latent attention build o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
 
 import sympy as sp
 
@@ -23,205 +21,40 @@ from symroof.ir import GEMM_EPILOGUE, Graph, Pattern, Tensor
 from symroof.options import Saves
 from symroof.passes.fuse import Fuse
 from symroof.workloads.attention import ElementwiseFlops, FusionGroup
+from symroof.workloads.shape import (MIXERS, RECURRENT_MIXERS, LatentAttention, LayerGroup,
+                                     ModelShape)
 
-__all__ = ["TransformerShape", "LatentShape", "LayerGroup", "Builder", "DROPOUT_FLOPS", "MIXERS"]
+__all__ = ["TransformerShape", "LatentShape", "LayerGroup", "Builder", "DROPOUT_FLOPS", "MIXERS",
+           "RECURRENT_MIXERS", "ModelShape"]
 
 #: FLOPs per element of each half of a dropout (drawing the mask; scaling by it), counted
 #: only with ``ops="all"``.
 DROPOUT_FLOPS = 1
 
 
-@runtime_checkable
-class LatentShape(Protocol):
-    """Multi-head latent attention's widths (DeepSeek-V2/V3), as the builder reads them."""
-
-    @property
-    def kv_rank(self) -> sp.Expr: ...    # d_c: the cached latent per token
-
-    @property
-    def q_rank(self) -> sp.Expr | None: ...  # d_q: the query's low-rank path (None: none)
-
-    @property
-    def nope_dim(self) -> sp.Expr: ...   # d_n: per-head query/key width without rotary
-
-    @property
-    def rope_dim(self) -> sp.Expr: ...   # d_r: the decoupled rotary key, shared by all heads
-
-    @property
-    def v_dim(self) -> sp.Expr: ...      # d_v: per-head value width
+#: The model's data as the builders read it. The names are the old protocols', kept for
+#: code that imports them: a model is now one type, :class:`ModelShape` (and
+#: ``TransformerModel`` a subclass of it), and a latent attention a :class:`LatentAttention`.
+TransformerShape = ModelShape
+LatentShape = LatentAttention
 
 
-#: Token mixers a layer group may run, with the prefix of their ops and weights (hybrid
-#: models, :mod:`symroof.workloads.recurrent`): attention; a Mamba-2 (SSD) mixer; both
-#: side by side on the same normed input, their outputs summed (Falcon-H1); an LFM2
-#: short-convolution block; a Mamba-1 (selective scan) mixer (Jamba); a gated DeltaNet
-#: (Qwen3-Next's linear attention); lightning attention (MiniMax's linear attention); none
-#: (a layer that is only an MLP, as Nemotron-H's).
-MIXERS = {"attention": "", "mamba2": "mamba.", "parallel": "parallel.", "shortconv": "conv.",
-          "mamba1": "mamba1.", "deltanet": "delta.", "lightning": "lightning.",
-          "none": "mlp_only."}
-#: The mixers with a recurrent part (conv or scan states): all but attention alone and none.
-RECURRENT_MIXERS = frozenset(MIXERS) - {"attention", "none"}
+# -- widths derived from a model's data (the model's own properties, as functions) -------
 
 
-@dataclass(frozen=True)
-class LayerGroup:
-    """``count`` layers of one kind: windowed attention or not, a mixture of experts or a
-    dense MLP. ``prefix`` names its ops and weights ("" for the model's main kind).
-    A hybrid model's groups also say their token ``mixer`` (:data:`MIXERS`) and whether
-    the layer has an MLP at all (``ffn``)."""
-
-    count: sp.Expr
-    windowed: bool = False
-    moe: bool = False
-    dense_in_moe: bool = False   # a dense MLP layer of a mixture-of-experts model
-    mixer: str = "attention"     # a key of MIXERS
-    ffn: bool = True             # the layer has an MLP (or experts) after its mixer
-
-    @property
-    def prefix(self) -> str:
-        """``local.`` for windowed layers, ``dense.`` for a MoE model's dense layers (a
-        hybrid's: ``mamba.`` (``mamba.mlp.`` with an MLP), ``parallel.``, ``mlp_only.``,
-        ``no_mlp.`` before them)."""
-        if self.mixer in ("mamba2", "mamba1", "deltanet", "lightning"):  # with an MLP: say so
-            ffn = "mlp." if self.ffn else ""
-        else:
-            ffn = "" if self.ffn else "no_mlp."
-        return (MIXERS[self.mixer] + ffn + ("local." if self.windowed else "")
-                + ("dense." if self.dense_in_moe else ""))
-
-    @property
-    def block(self) -> str:
-        """The repeat block's name: ``layer``, ``local_layer``, ``dense_layer``, ..."""
-        return self.prefix.replace(".", "_") + "layer"
-
-
-@runtime_checkable
-class TransformerShape(Protocol):
-    """What the graph builder reads from a model description (``TransformerModel``)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def layers(self) -> sp.Expr: ...
-
-    @property
-    def d_model(self) -> sp.Expr: ...
-
-    @property
-    def heads(self) -> sp.Expr: ...
-
-    @property
-    def kv_heads(self) -> sp.Expr: ...
-
-    @property
-    def head_dim(self) -> sp.Expr: ...
-
-    @property
-    def d_ff(self) -> sp.Expr: ...
-
-    @property
-    def vocab(self) -> sp.Expr | None: ...
-
-    @property
-    def mlp(self) -> str: ...
-
-    @property
-    def activation(self) -> str: ...
-
-    @property
-    def norm(self) -> str | None: ...
-
-    @property
-    def tied_embeddings(self) -> bool: ...
-
-    @property
-    def qkv_bias(self) -> bool: ...
-
-    @property
-    def o_bias(self) -> bool: ...
-
-    @property
-    def mlp_bias(self) -> bool: ...
-
-    @property
-    def positions(self) -> str | None: ...
-
-    @property
-    def max_positions(self) -> sp.Expr | None: ...
-
-    @property
-    def experts(self) -> sp.Expr: ...
-
-    @property
-    def experts_per_token(self) -> sp.Expr: ...
-
-    @property
-    def weight_bytes(self) -> sp.Expr: ...
-
-    @property
-    def activation_bytes(self) -> sp.Expr: ...
-
-    @property
-    def kv_bytes(self) -> sp.Expr: ...
-
-    @property
-    def window(self) -> sp.Expr | None: ...
-
-    @property
-    def layer_groups(self) -> Sequence[LayerGroup]: ...
-
-    @property
-    def expert_d_ff(self) -> sp.Expr | None: ...
-
-    @property
-    def shared_d_ff(self) -> sp.Expr | None: ...
-
-    @property
-    def shared_gate(self) -> bool: ...
-
-    @property
-    def router_bias(self) -> bool: ...
-
-    @property
-    def qk_norm(self) -> str | None: ...
-
-    @property
-    def post_norms(self) -> bool: ...
-
-    @property
-    def sinks(self) -> bool: ...
-
-    @property
-    def latent(self) -> LatentShape | None: ...
-
-    @property
-    def attention_dropout(self) -> sp.Expr: ...  # dropout probability on attention (0: none)
-
-    @property
-    def hidden_dropout(self) -> sp.Expr: ...     # on the embedding and sublayer outputs
-
-    @property
-    def dropout_mask_bytes(self) -> sp.Expr: ...
-
-
-# -- widths derived from a model's data (the model's own properties call these) ---------
-
-
-def q_dim(m: TransformerShape) -> sp.Expr:
+def q_dim(m: ModelShape) -> sp.Expr:
     """Width of Q and of the attention output: heads * head_dim."""
-    return m.heads * m.head_dim
+    return m.q_dim
 
 
-def kv_dim(m: TransformerShape) -> sp.Expr:
+def kv_dim(m: ModelShape) -> sp.Expr:
     """Width of K (and of V): kv_heads * head_dim."""
-    return m.kv_heads * m.head_dim
+    return m.kv_dim
 
 
-def routed_d_ff(m: TransformerShape) -> sp.Expr:
+def routed_d_ff(m: ModelShape) -> sp.Expr:
     """Width of each routed expert's MLP (``expert_d_ff``, else ``d_ff``)."""
-    return m.d_ff if m.expert_d_ff is None else m.expert_d_ff
+    return m.routed_d_ff
 
 
 @dataclass
@@ -230,7 +63,7 @@ class Builder:
     the prefix of the layer group being built (``local.`` ...)."""
 
     g: Graph
-    m: TransformerShape
+    m: ModelShape
     fl: ElementwiseFlops
     fusions: list[FusionGroup] = field(default_factory=list)
     prefix: str = ""

@@ -61,7 +61,7 @@ def moe_mlp(b: Builder, x: Tensor, batch: sp.Expr, seq: sp.Expr,
     xd = g.move(x, name=b.n("dispatch"), shape=(e, batch * seq, m.d_model))
     g.set_crossings(xd, writes=share, reads=share)
     width = routed_d_ff(m)
-    bias = bool(getattr(m, "routed_bias", m.mlp_bias))  # a description may lack the field
+    bias = m.routed_bias
     up = b.linear(xd, "W_up", m.d_model, width, "up", bias, e, share)
     if m.mlp == "gated":
         gate = b.linear(xd, "W_gate", m.d_model, width, "gate", bias, e, share)

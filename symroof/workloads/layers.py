@@ -4,9 +4,9 @@ Each kind of layer (:class:`LayerGroup`: full or windowed attention, a mixture o
 experts or a dense MLP) is built once inside ``Graph.repeat(count)``; embeddings, the
 final norm and the LM head sit outside. The fusion groups the builder wants
 (FlashAttention, GEMM epilogues) are collected while building and applied by the fusion
-pass at the end. The model description is read through the :class:`TransformerShape`
-protocol, so this module needs nothing from ``symroof.models`` (which builds on it to
-count parameters).
+pass at the end. The model description is read as its data, a
+:class:`~symroof.workloads.shape.ModelShape`, so this module needs nothing from
+``symroof.models`` (which builds on it to count parameters).
 
 >>> from symroof.models import transformer
 >>> from symroof.symbols import L, D, H
@@ -37,7 +37,10 @@ from symroof.workloads.experts import moe_mlp
 from symroof.workloads.latent import latent_attention
 from symroof.workloads.recurrent import (deltanet_mixer, lightning_mixer, mamba1_mixer,
                                          mamba2_mixer, short_conv_mixer)
+from symroof.workloads.shape import ModelShape
 
+# TransformerShape and LatentShape: the old names of ModelShape and LatentAttention, kept
+# importable from here for code that imports them
 __all__ = ["TransformerShape", "LatentShape", "LayerGroup", "Choices", "forward_graph",
            "weight_tensors", "kv_cache_tensors"]
 
@@ -105,7 +108,7 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
     if m.positions == "rotary":
         # a share of the layers may rotate (SmolLM3's, Cohere 2's layers without
         # rotary): the elementwise FLOPs at that share, each layer kind alike
-        rotary_layers = getattr(m, "rotary_layers", None)
+        rotary_layers = m.rotary_layers
         share = 1 if rotary_layers is None else rotary_layers / m.layers
         q = g.elementwise(q, name=b.n("rope_q"), saves=Saves.NOTHING,
                           flops_per_element=fl.rotary * share)
@@ -182,7 +185,7 @@ def _layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Ex
     extra norms after attention and after the MLP come with ``post_norms``."""
     g, m, fl = b.g, b.m, b.fl
     x = g.view(x, x.shape, name=b.n("layer_input"))  # each of the layers has its own input
-    if getattr(m, "parallel", False):
+    if m.parallel:
         return _parallel_layer(b, x, grp, batch=batch, seq=seq, context=context,
                                decode=decode, c=c)
     if grp.mixer != "none":
@@ -226,7 +229,7 @@ def _parallel_layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, s
                          linear=True)
 
 
-def _check_positions(m: TransformerShape, positions: sp.Expr, what: str) -> None:
+def _check_positions(m: ModelShape, positions: sp.Expr, what: str) -> None:
     """A learned position table has ``max_positions`` rows: a longer sequence has none."""
     limit = m.max_positions
     if m.positions != "learned" or limit is None:
@@ -236,7 +239,7 @@ def _check_positions(m: TransformerShape, positions: sp.Expr, what: str) -> None
                            f"{m.name!r}'s learned position table (max_positions)")
 
 
-def forward_graph(m: TransformerShape, *, batch: object, seq: object,
+def forward_graph(m: ModelShape, *, batch: object, seq: object,
                   context: object | None = None, decode: bool = False,
                   causal: Causal | bool | str = Causal.HALF, fused: bool = True,
                   unfused: Unfused | str = Unfused.WRITE_AND_READ,
@@ -257,7 +260,7 @@ def forward_graph(m: TransformerShape, *, batch: object, seq: object,
     return Pipeline(g.name, (fuse,)).apply(g) if fuse.wanted else g
 
 
-def forward(m: TransformerShape, *, batch: object, seq: object,
+def forward(m: ModelShape, *, batch: object, seq: object,
            context: object | None = None, decode: bool = False,
            causal: Causal | bool | str = Causal.HALF, fused: bool = True,
            unfused: Unfused | str = Unfused.WRITE_AND_READ,
@@ -276,7 +279,7 @@ def forward(m: TransformerShape, *, batch: object, seq: object,
     output (``hidden_dropout``) and on the attention probabilities (``attention_dropout``).
     ``expert_reads`` defaults to ``"expected"`` as every builder's does (a training step
     asks for ``"all"``: :func:`symroof.workloads.transformer.training_graph`)."""
-    if not isinstance(m, TransformerShape):
+    if not isinstance(m, ModelShape):
         raise SymroofError(f"expected a transformer model, got {type(m).__name__}")
     lg = option(Logits, logits, "logits")
     c = Choices(causal, fused, unfused, kv_write, window_kernel,  # type: ignore[arg-type]
@@ -328,12 +331,12 @@ def _inputs_of_kind(g: Graph, kind: Kind) -> Iterator[tuple[Tensor, sp.Expr]]:
     return ((t, g.count(t)) for t in g.inputs if t.kind == kind)
 
 
-def weight_tensors(m: TransformerShape) -> list[tuple[Tensor, sp.Expr]]:
+def weight_tensors(m: ModelShape) -> list[tuple[Tensor, sp.Expr]]:
     """Every weight tensor of ``m`` with how many times it occurs (layers for per-layer ones)."""
     return list(_inputs_of_kind(forward_graph(m, batch=1, seq=1), Kind.WEIGHT))
 
 
-def kv_cache_tensors(m: TransformerShape, context: object = 1) -> list[tuple[Tensor, sp.Expr]]:
+def kv_cache_tensors(m: ModelShape, context: object = 1) -> list[tuple[Tensor, sp.Expr]]:
     """The KV-cache tensors of a decode step of one sequence at ``context`` positions (a
     windowed layer holds at most its window), with counts."""
     g = forward_graph(m, batch=1, seq=1, context=context, decode=True, logits=Logits.NONE)

@@ -21,9 +21,10 @@ import sympy as sp
 from symroof.errors import SymroofError
 from symroof.ir import Graph, as_expr
 from symroof.passes.shard import Shard
-from symroof.workloads.builder import TransformerShape, routed_d_ff
+from symroof.workloads.builder import routed_d_ff
 from symroof.workloads.inference_layouts import accepting_layouts
 from symroof.workloads.recurrent import ssm_splits
+from symroof.workloads.shape import ModelShape
 
 __all__ = ["check_layout", "valid_tp", "shard_model_graph"]
 
@@ -36,7 +37,7 @@ def _degree(value: object, what: str) -> sp.Expr:
     return expr
 
 
-def _splits(m: TransformerShape, t: int) -> bool:
+def _splits(m: ModelShape, t: int) -> bool:
     """Whether ``t`` devices split every head and width of ``m`` evenly."""
     h, g = int(m.heads), int(m.kv_heads)
     if h % t or (g % t and t % g):
@@ -45,7 +46,7 @@ def _splits(m: TransformerShape, t: int) -> bool:
     return all(not w.is_number or int(w) % t == 0 for w in widths) and ssm_splits(m, t)
 
 
-def _other_layouts(m: TransformerShape, t: int) -> str:
+def _other_layouts(m: ModelShape, t: int) -> str:
     """The inference layouts (:mod:`symroof.workloads.inference_layouts`) that accept
     ``t`` chips for ``m``: a 2D weight-stationary mesh whose F split splits the heads and
     widths as tensor parallelism must, and weight-gathered."""
@@ -54,12 +55,12 @@ def _other_layouts(m: TransformerShape, t: int) -> str:
                                        splits_heads=lambda yz: _splits(m, yz)))
 
 
-def valid_tp(m: TransformerShape) -> tuple[int, ...]:
+def valid_tp(m: ModelShape) -> tuple[int, ...]:
     """Every tensor-parallel degree that splits ``m`` evenly (numeric heads only)."""
     return tuple(t for t in range(1, int(m.heads) + 1) if _splits(m, t))
 
 
-def check_layout(m: TransformerShape, *, tp: object = 1, pp: object = 1,
+def check_layout(m: ModelShape, *, tp: object = 1, pp: object = 1,
                  microbatches: object = 1, names: tuple[str, str, str] = (
                      "tp", "pp", "microbatches")) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
     """``(tp, pp, microbatches)`` checked against ``m``; ``names`` are how errors name
@@ -79,7 +80,7 @@ def check_layout(m: TransformerShape, *, tp: object = 1, pp: object = 1,
     return t, p, mb
 
 
-def shard_model_graph(g: Graph, m: TransformerShape, *, tp: object = 1, pp: object = 1,
+def shard_model_graph(g: Graph, m: ModelShape, *, tp: object = 1, pp: object = 1,
                       microbatches: object = 1) -> Graph:
     """``g``, a forward graph of ``m``, sharded by the checked layout."""
     t, p, mb = check_layout(m, tp=tp, pp=pp, microbatches=microbatches)

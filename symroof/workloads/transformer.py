@@ -47,7 +47,8 @@ from symroof.passes.fuse import Fuse
 from symroof.passes.pipeline import Pass, Pipeline
 from symroof.passes.shard import Shard
 from symroof.workloads.attention import ElementwiseFlops, op_groups
-from symroof.workloads.layers import TransformerShape, forward, forward_graph, weight_tensors
+from symroof.workloads.layers import forward, forward_graph, weight_tensors
+from symroof.workloads.shape import ModelShape
 from symroof.workloads.parallel import check_layout
 
 __all__ = ["prefill", "decode", "training", "training_graph", "training_pipeline",
@@ -63,15 +64,15 @@ DECODE_TRAFFIC = {
 }
 
 
-def _model(model: object, what: str) -> TransformerShape:
-    if not isinstance(model, TransformerShape):
+def _model(model: object, what: str) -> ModelShape:
+    if not isinstance(model, ModelShape):
         raise SymroofError(f"{what}: expected a transformer model (symroof.models.get or "
                            f"transformer), got {type(model).__name__}")
     return model
 
 
 @renamed(prompt="seq", flops="flop_count")
-def prefill(model: TransformerShape, batch: object, seq: object, *,
+def prefill(model: ModelShape, batch: object, seq: object, *,
             causal: Causal | bool | str = Causal.HALF, logits: Logits | str = Logits.ALL,
             fused: bool = True, unfused: Unfused | str = Unfused.WRITE_AND_READ,
             ops: OpsCounted | str = OpsCounted.CONTRACTIONS,
@@ -104,7 +105,7 @@ def prefill(model: TransformerShape, batch: object, seq: object, *,
 
 
 @renamed(flops="flop_count")
-def decode(model: TransformerShape, batch: object, context: object | None = None, *,
+def decode(model: ModelShape, batch: object, context: object | None = None, *,
            past: object | None = None,
            traffic: DecodeTraffic | str = DecodeTraffic.WEIGHTS_AND_KV, kv_write: bool = False,
            logits: Logits | str = Logits.ALL, ops: OpsCounted | str = OpsCounted.CONTRACTIONS,
@@ -191,7 +192,7 @@ def training_pipeline(*, recompute: Recompute | bool | str = Recompute.FLASH,
     return Pipeline("training", stages)
 
 
-def training_graph(model: TransformerShape, batch: object, seq: object, *,
+def training_graph(model: ModelShape, batch: object, seq: object, *,
                    causal: Causal | bool | str = Causal.HALF, fused: bool = True,
                    recompute: Recompute | bool | str = Recompute.FLASH,
                    optimizer: Optimizer | None = ADAM,
@@ -217,7 +218,7 @@ def training_graph(model: TransformerShape, batch: object, seq: object, *,
 
 
 @renamed(flops="flop_count")
-def training(model: TransformerShape, batch: object, seq: object, *,
+def training(model: ModelShape, batch: object, seq: object, *,
              causal: Causal | bool | str = Causal.HALF, fused: bool = True,
              recompute: Recompute | bool | str = Recompute.FLASH,
              optimizer: Optimizer | None = ADAM,

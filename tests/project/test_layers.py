@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("symroof.rules", "symroof.cost"),
     ("symroof.analysis",),
     ("symroof.passes",),
+    ("symroof.workloads.shape",),   # a model's data, which every workload builder reads
     ("symroof.workloads",),
     ("symroof.models",),
     ("symroof.display", "symroof.evaluate", "symroof.device", "symroof.compiled.lambdified",
