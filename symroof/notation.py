@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 import sympy as sp
 from sympy.printing.latex import LatexPrinter
@@ -137,7 +138,7 @@ def _rewrite(e: sp.Expr, values: dict[sp.Symbol, sp.Expr], depth: int) -> sp.Exp
 def _rational(e: sp.Expr, values: dict[sp.Symbol, sp.Expr], depth: int) -> sp.Expr:
     """A rational function in names: its numerator and denominator matched term by term,
     or one name times an Add-free rest where that is shorter."""
-    c = sp.cancel(sp.together(e))
+    c = _combined(e)
     num, den = sp.fraction(c)
     gens = tuple(sorted(c.free_symbols | set().union(*(v.free_symbols for v in values.values())),
                         key=sp.default_sort_key))
@@ -158,7 +159,7 @@ def _rational(e: sp.Expr, values: dict[sp.Symbol, sp.Expr], depth: int) -> sp.Ex
         # the other names (the same name again would only undo this one)
         others = {n: v for n, v in values.items() if n != name}
         for power in (1, -1):
-            r = _rewrite(sp.cancel(c / value**power), others, depth + 1)
+            r = _rewrite(_cancelled(c / value**power), others, depth + 1)
             candidate = name**power * r   # F * (S/F) is no rewrite: the name must remain
             if r.has(sp.Add) or name not in candidate.free_symbols:
                 continue
@@ -168,6 +169,22 @@ def _rational(e: sp.Expr, values: dict[sp.Symbol, sp.Expr], depth: int) -> sp.Ex
     if chosen is not None:
         return chosen[1]
     return best if used else e
+
+
+# The factor search meets one quotient along several paths (F/(Q*W) and F/(W*Q)), and a
+# document rewrites one formula in several sets of names: each cancel is done once.
+# SymPy expressions are immutable and cancel is a function of its argument alone.
+
+@lru_cache(maxsize=4096)
+def _combined(e: sp.Expr) -> sp.Expr:
+    """``cancel(together(e))``, remembered."""
+    return sp.cancel(sp.together(e))
+
+
+@lru_cache(maxsize=4096)
+def _cancelled(e: sp.Expr) -> sp.Expr:
+    """``cancel(e)``, remembered."""
+    return sp.cancel(e)
 
 
 def _poly_dict(p: sp.Expr, gens: tuple[sp.Symbol, ...]) -> _PolyDict | None:

@@ -37,14 +37,17 @@ def _numeric_agrees(rewritten: sp.Expr, original: sp.Expr, names: Mapping[sp.Sym
     base = sorted(original.free_symbols | set().union(*(v.free_symbols for v in full.values())),
                   key=str)
     rng = random.Random(seed)
+    # each formula compiled once, evaluated at the three points
+    values = {nm: sp.lambdify(base, v, "math") for nm, v in full.items()}
+    syms = sorted(rewritten.free_symbols, key=str)
+    in_names = sp.lambdify(syms, rewritten, "math")
+    in_base = sp.lambdify(base, original, "math")
     for _ in range(3):
         point = {s: rng.uniform(0.5, 8.0) for s in base}
-        named = {nm: float(sp.lambdify(base, v, "math")(*(point[s] for s in base)))
-                 for nm, v in full.items()}
+        named = {nm: float(f(*(point[s] for s in base))) for nm, f in values.items()}
         env = {**point, **named}
-        syms = sorted(rewritten.free_symbols, key=str)
-        got = float(sp.lambdify(syms, rewritten, "math")(*(env[s] for s in syms)))
-        want = float(sp.lambdify(base, original, "math")(*(point[s] for s in base)))
+        got = float(in_names(*(env[s] for s in syms)))
+        want = float(in_base(*(point[s] for s in base)))
         assert math.isclose(got, want, rel_tol=1e-12, abs_tol=1e-300), (rewritten, original)
 
 

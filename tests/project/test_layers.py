@@ -11,6 +11,7 @@ heavy dependency, the pytest plugin's start-up cost).
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import networkx as nx
@@ -90,22 +91,38 @@ def _resolve(node: ast.ImportFrom | ast.Import, here: str, is_package: bool) -> 
     return out
 
 
-def imports() -> list[tuple[str, str, int, bool, bool]]:
-    """(module, imported module, line, inside a function, justified by a comment)."""
+def _marked(tree: ast.AST) -> tuple[set[int], set[int]]:
+    """The ids of the nodes under an ``if TYPE_CHECKING:`` body, and of those inside a
+    function, in one pass (each node is visited once however deep functions nest)."""
+    skip: set[int] = set()
+    in_function: set[int] = set()
+
+    def visit(node: ast.AST, skipped: bool, inner: bool) -> None:
+        if skipped:
+            skip.add(id(node))
+        if inner:
+            in_function.add(id(node))
+        below_inner = inner or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        checking = isinstance(node, ast.If) and _is_type_checking(node)
+        for field, value in ast.iter_fields(node):
+            children = value if isinstance(value, list) else [value]
+            for child in children:
+                if isinstance(child, ast.AST):
+                    visit(child, skipped or (checking and field == "body"), below_inner)
+
+    visit(tree, False, False)
+    return skip, in_function
+
+
+@functools.cache
+def _imports() -> tuple[tuple[str, str, int, bool, bool], ...]:
     found = []
     for path in sorted(ROOT.rglob("*.py")):
         here = module_name(path)
         lines = path.read_text(encoding="utf-8").splitlines()
         declared = any(line.startswith("# imports inside functions:") for line in lines)
         tree = ast.parse("\n".join(lines))
-        skip: set[int] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.If) and _is_type_checking(node):
-                skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
-        in_function: set[int] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                in_function |= {id(n) for n in ast.walk(node) if n is not node}
+        skip, in_function = _marked(tree)
         for node in ast.walk(tree):
             if not isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in skip:
                 continue
@@ -115,7 +132,13 @@ def imports() -> list[tuple[str, str, int, bool, bool]]:
             targets = _resolve(node, here, path.name == "__init__.py")
             for target in targets or ([""] if inner else []):
                 found.append((here, target, node.lineno, inner, justified))
-    return found
+    return tuple(found)
+
+
+def imports() -> list[tuple[str, str, int, bool, bool]]:
+    """(module, imported module, line, inside a function, justified by a comment); the
+    tree is read once per test process (the tests below share it)."""
+    return list(_imports())
 
 
 def edges() -> list[tuple[str, str, int]]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import json
 import math
 import os
@@ -42,6 +43,7 @@ from hypothesis import strategies as st
 from symroof.present.records import to_dict, to_text
 import symroof
 from symroof import hardware, models
+import symroof.cli
 from symroof.budget import limits
 from symroof.cli import main
 from symroof.errors import SymroofError
@@ -155,6 +157,15 @@ def _call(fn, *args):
         if isinstance(exc, KeyboardInterrupt):
             raise
         return None, exc
+
+
+def _one_parser_per_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``main`` builds its argument parser for each call (about a third of a call's time
+    here, most of it argparse's gettext look-ups); the run builds it once per command and
+    ``main`` parses every argv with that one. Parsing reads a parser and never changes it
+    (argparse copies an append option's default), so each call sees the parser it would
+    have built; the fuzzing is of the arguments and of what the commands do with them."""
+    monkeypatch.setattr(symroof.cli, "build_parser", functools.cache(symroof.cli.build_parser))
 
 
 def _kind(exc: BaseException) -> str:
@@ -630,6 +641,7 @@ def _check_output(fails: Failures, i: int, code: int, out: str, argv: list[str])
 @pytest.mark.slow
 def test_fuzz_cli(tmp_path, monkeypatch, capsys):
     rng = random.Random(SEED + 2)
+    _one_parser_per_command(monkeypatch)
     configs = _config_files(tmp_path / "configs")
     cwd = tmp_path / "cwd"
     cwd.mkdir()
@@ -754,6 +766,7 @@ def _budget_args(rng: random.Random) -> tuple[str, list[str]]:
 @pytest.mark.slow
 def test_fuzz_budget(tmp_path, monkeypatch, capsys):
     rng = random.Random(SEED + 3)
+    _one_parser_per_command(monkeypatch)
     monkeypatch.chdir(tmp_path)
     fails = Failures("budget")
     classes: dict[str, Counter] = {}
