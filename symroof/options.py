@@ -120,6 +120,7 @@ class Activation(StrEnum):
     SILU = "silu"
     RELU = "relu"
     RELU2 = "relu2"  # relu(x)^2 (Nemotron, Arcee)
+    XIELU = "xielu"  # xIELU, two learned scalars (alpha_p, alpha_n) per MLP (Apertus)
 
 
 class Positions(StrEnum):

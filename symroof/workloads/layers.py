@@ -29,7 +29,9 @@ from symroof.options import (Causal, ExpertReads, LatentDecode, Logits, Saves, U
 from symroof.passes.fuse import Fuse
 from symroof.passes.pipeline import Pipeline
 from symroof.workloads.attention import (FLASH_ATTENTION, ElementwiseFlops, attention_core,
-                                         causal_fraction, window_fraction, window_span)
+                                         causal_fraction, chunk_fraction, chunk_pairs,
+                                         window_fraction,
+                                         window_span)
 from symroof.workloads.builder import (Builder, LayerGroup, LatentShape, TransformerShape, kv_dim,
                                       q_dim)
 from symroof.workloads.dropout import attention_core_with_dropout
@@ -74,8 +76,13 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
     # a decode step reads at most the window's positions; prefill computes K and V for all
     span = context if window is None or not decode else window_span(context, window,
                                                                     c.window_span, "context")
-    if decode:
+    chunked = window is not None and m.chunked and c.window_kernel is WindowKernel.BAND
+    if decode and chunked:   # the new queries attend their chunks' keys of the buffer
+        frac = _chunk_decode_fraction(seq, context, window, span, c)
+    elif decode:
         frac = sp.Integer(1)
+    elif chunked:
+        frac = chunk_fraction(c.causal, seq, window, c.window_span)
     elif window is not None and c.window_kernel is WindowKernel.BAND:
         frac = window_fraction(c.causal, seq, window, c.window_span)
     else:
@@ -144,6 +151,18 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
     if gate is not None:
         o = g.elementwise(o, gate, name=b.n("attn_gate"), flops_per_element=fl.gate + 4)
     return b.linear(o, "W_o", q_dim(m), m.d_model, "o_proj", m.o_bias)
+
+
+def _chunk_decode_fraction(seq: sp.Expr, context: sp.Expr, window: sp.Expr, span: sp.Expr,
+                           c: Choices) -> sp.Expr:
+    """Share of the ``seq x span`` scores the newest ``seq`` queries (positions up to
+    ``context``) of a chunked layer compute: their chunks' keys, ``P(context) -
+    P(context - seq)`` pairs with ``P(n)`` the pairs of a causal chunked prefill of n."""
+    if c.window_span is WindowSpan.FILLED:
+        raise SymroofError("window_span='filled' does not say which position of its chunk a "
+                           "decode step is at; use window_span='exact', or "
+                           "window_kernel='masked' (the whole buffer, as an eager kernel)")
+    return (chunk_pairs(context, window) - chunk_pairs(context - seq, window)) / (seq * span)
 
 
 def _per_head_norm(b: Builder, t: Tensor, name: str, heads: sp.Expr, batch: sp.Expr,
