@@ -187,6 +187,8 @@ def _from_hf_dict(cfg: Mapping[str, object], name: str | None, where: str,
     qk_norm = t.get("qk_norm")
     if kind in ("cohere", "glm4_moe") and f.flag("use_qk_norm", False):
         qk_norm = "heads" if kind == "cohere" else "head"
+    if kind == "llama4_text" and f.flag("use_qk_norm", True):
+        qk_norm = "l2"
     m = transformer(
         name=label, layers=layers, d_model=d, heads=heads,
         kv_heads=heads if latent is not None else f.dim("num_key_value_heads", heads),
@@ -207,7 +209,9 @@ def _from_hf_dict(cfg: Mapping[str, object], name: str | None, where: str,
                      norm_weight=t.get("norm_weight", True), norm_bias=t.get("norm_bias"),
                      parallel=t.get("parallel") is True,
                      rotary_layers=None if rotary == layers else rotary,
-                     chunked=kind == "llama4_text" and window is not None)
+                     chunked=kind == "llama4_text" and window is not None,
+                     query_temperature=kind == "llama4_text" and f.flag(
+                         "attn_temperature_tuning", True) and rotary < layers)
 
 
 def _apertus_activation(f: Fields) -> str:

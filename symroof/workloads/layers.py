@@ -112,11 +112,17 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
     elif m.qk_norm == "heads":  # over each head, a gain per head and value (Cohere)
         q, k = (_per_head_norm(b, t, n, heads, batch, seq) for t, n, heads in
                 ((q, "q", m.heads), (k, "k", m.kv_heads)))
+    # a share of the layers may rotate (SmolLM3's, Cohere 2's, Llama 4's layers without
+    # rotary): their elementwise FLOPs at that share, each layer kind alike
+    share = 1 if m.rotary_layers is None else m.rotary_layers / m.layers
+    if m.qk_norm == "l2":  # Llama 4: no gains, over each head, on its rotary layers
+        q, k = (g.elementwise(t, name=b.n(f"{n}_norm"), saves=Saves.RMS_NORM,
+                              flops_per_element=(fl.rmsnorm - 1) * share)
+                for t, n in ((q, "q"), (k, "k")))
+    if m.query_temperature:  # Llama 4: queries scaled by position on the layers without rotary
+        q = g.elementwise(q, name=b.n("q_temperature"), saves=Saves.NOTHING,
+                          flops_per_element=1 - share)
     if m.positions == "rotary":
-        # a share of the layers may rotate (SmolLM3's, Cohere 2's layers without
-        # rotary): the elementwise FLOPs at that share, each layer kind alike
-        rotary_layers = m.rotary_layers
-        share = 1 if rotary_layers is None else rotary_layers / m.layers
         q = g.elementwise(q, name=b.n("rope_q"), saves=Saves.NOTHING,
                           flops_per_element=fl.rotary * share)
         k = g.elementwise(k, name=b.n("rope_k"), saves=Saves.NOTHING,

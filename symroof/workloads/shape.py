@@ -118,6 +118,8 @@ class ModelShape:
     ``chunked``: the windowed layers attend in chunks instead (Llama 4's chunked attention):
     query i attends the keys of its own chunk of ``window`` positions, ``W floor(i/W) <= j
     <= i``; their KV buffer is the window's (at most W positions, as transformers keeps it).
+    ``query_temperature``: the layers without rotary scale each query by a function of its
+    position (Llama 4's attention temperature tuning; one FLOP per query value).
     """
 
     name: str
@@ -164,6 +166,8 @@ class ModelShape:
     rotary_layers: sp.Expr | None = None        # layers that rotate q and k (None: all)
     chunked: bool = False                       # windowed layers attend their own chunk of
     #                                             W positions (Llama 4), not the W newest
+    query_temperature: bool = False             # queries scaled by their position on the
+    #                                             layers without rotary (Llama 4)
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -189,7 +193,8 @@ class ModelShape:
             if not (optional and value is None):
                 object.__setattr__(self, f, option(enum, value, f"{where} {f}"))
         for f in ("tied_embeddings", "qkv_bias", "o_bias", "mlp_bias", "shared_gate",
-                  "router_bias", "post_norms", "sinks", "norm_weight", "parallel", "chunked"):
+                  "router_bias", "post_norms", "sinks", "norm_weight", "parallel", "chunked",
+                  "query_temperature"):
             if not isinstance(getattr(self, f), bool):
                 raise SymroofError(f"{where} {f}: expected true or false, got "
                                    f"{getattr(self, f)!r}")

@@ -503,3 +503,16 @@ def test_apertus_xielu_parameters_and_flops():
     assert moe.params - plain.params == 2 * 4 * 2 and moe.active_params - plain.active_params == 2 * 2 * 2
     with pytest.raises(SymroofError, match="hidden_act"):
         from_hf_dict({**cfg, "hidden_act": "mish"}, where="cfg.json")
+
+
+def test_llama4_qk_l2_norm_and_temperature_count_with_ops_all():
+    """use_qk_norm: an L2 norm without gains (no parameters) over q and k of the rotary
+    layers, 3 FLOPs a value (square, sum, rsqrt-scale); attn_temperature_tuning: the
+    queries of the layers without rotary scaled, 1 FLOP a value. Tokens 2 x 5; q 40 and k
+    8 values a token; two rotary layers, one without."""
+    on, off = _tiny_llama4(), _tiny_llama4(use_qk_norm=False, attn_temperature_tuning=False)
+    assert on.qk_norm == "l2" and on.query_temperature and on.params == off.params
+    assert prefill(on, 2, 5).flops == prefill(off, 2, 5).flops
+    extra = prefill(on, 2, 5, ops="all").flops - prefill(off, 2, 5, ops="all").flops
+    assert extra == 10 * (3 * (40 + 8) * 2 + 40 * 1)
+    assert not _tiny_llama4(no_rope_layers=[1, 1, 1]).query_temperature
