@@ -2,8 +2,9 @@
 
 Families (``model_type``, :data:`FAMILIES`): GPT-2 and forty-odd of the Llama shape, from
 Llama, Mistral, Qwen, Gemma, DeepSeek and gpt-oss to OLMo 1-3, Cohere 1-2, Granite (MoE,
-shared, SWA), GLM, ERNIE 4.5, Hunyuan, EXAONE 4, SmolLM3, Seed-OSS, MiniMax-M2 and dots1,
-each with its traits (:data:`_TRAITS`), biases (``hf_fields.BIASES``), experts and
+shared, SWA), GLM, ERNIE 4.5, Hunyuan, EXAONE 4, SmolLM3, Seed-OSS, MiniMax-M2, dots1,
+Apertus (xIELU) and Llama 4's text model (chunked attention, see ``chunked`` in
+:class:`~symroof.workloads.shape.ModelShape`), each with its traits (:data:`_TRAITS`), biases (``hf_fields.BIASES``), experts and
 windows; families the IR cannot express are refused by name (:data:`REFUSED_FAMILIES`).
 Which layers attend through a sliding window follows transformers 5.24: ``layer_types``
 when the file lists them, else the family's rule (Mistral, Mixtral, Phi-3: every layer
@@ -14,7 +15,7 @@ every ``sliding_window_pattern``-th). Biases follow each family's modelling code
 transformers ignores it (Mistral's ``attention_bias``, Qwen2's ``mlp_bias``). An unknown
 architecture, a missing field or a field of the wrong type is a SymroofError naming it;
 a field that changes the cost but is not modelled (a quantization config,
-cross-attention, a vision tower, chunked attention) is refused by name; fields that do
+cross-attention, a vision tower, chunked attention outside Llama 4) is refused by name; fields that do
 not change the cost are ignored.
 
 >>> m = from_hf_dict({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,

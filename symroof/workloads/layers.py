@@ -30,8 +30,7 @@ from symroof.passes.fuse import Fuse
 from symroof.passes.pipeline import Pipeline
 from symroof.workloads.attention import (FLASH_ATTENTION, ElementwiseFlops, attention_core,
                                          causal_fraction, chunk_fraction, chunk_pairs,
-                                         window_fraction,
-                                         window_span)
+                                         chunk_span, window_fraction, window_span)
 from symroof.workloads.builder import (Builder, LayerGroup, LatentShape, TransformerShape, kv_dim,
                                       q_dim)
 from symroof.workloads.dropout import attention_core_with_dropout
@@ -168,6 +167,8 @@ def _chunk_decode_fraction(seq: sp.Expr, context: sp.Expr, window: sp.Expr, span
         raise SymroofError("window_span='filled' does not say which position of its chunk a "
                            "decode step is at; use window_span='exact', or "
                            "window_kernel='masked' (the whole buffer, as an eager kernel)")
+    if seq == 1:
+        return chunk_span(context, window, "context") / span
     return (chunk_pairs(context, window) - chunk_pairs(context - seq, window)) / (seq * span)
 
 
