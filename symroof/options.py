@@ -120,6 +120,7 @@ class Activation(StrEnum):
     SILU = "silu"
     RELU = "relu"
     RELU2 = "relu2"  # relu(x)^2 (Nemotron, Arcee)
+    XIELU = "xielu"  # xIELU, two learned scalars (alpha_p, alpha_n) per MLP (Apertus)
 
 
 class Positions(StrEnum):
@@ -225,6 +226,7 @@ class QkNorm(StrEnum):
     HEAD = "head"  # RMSNorm over each head's head_dim (Qwen3, Gemma 3): 2 head_dim gains
     FULL = "full"  # RMSNorm over all of Q and all of K (OLMoE): q_dim + kv_dim gains
     HEADS = "heads"  # the model's norm over each head, a gain per head and value (Cohere)
+    L2 = "l2"      # an L2 norm over each head, no gains, on the rotary layers only (Llama 4)
 
 
 class Recompute(StrEnum):

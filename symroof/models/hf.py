@@ -2,8 +2,9 @@
 
 Families (``model_type``, :data:`FAMILIES`): GPT-2 and forty-odd of the Llama shape, from
 Llama, Mistral, Qwen, Gemma, DeepSeek and gpt-oss to OLMo 1-3, Cohere 1-2, Granite (MoE,
-shared, SWA), GLM, ERNIE 4.5, Hunyuan, EXAONE 4, SmolLM3, Seed-OSS, MiniMax-M2 and dots1,
-each with its traits (:data:`_TRAITS`), biases (``hf_fields.BIASES``), experts and
+shared, SWA), GLM, ERNIE 4.5, Hunyuan, EXAONE 4, SmolLM3, Seed-OSS, MiniMax-M2, dots1,
+Apertus (xIELU) and Llama 4's text model (chunked attention, see ``chunked`` in
+:class:`~symroof.workloads.shape.ModelShape`), each with its traits (:data:`_TRAITS`), biases (``hf_fields.BIASES``), experts and
 windows; families the IR cannot express are refused by name (:data:`REFUSED_FAMILIES`).
 Which layers attend through a sliding window follows transformers 5.24: ``layer_types``
 when the file lists them, else the family's rule (Mistral, Mixtral, Phi-3: every layer
@@ -14,7 +15,7 @@ every ``sliding_window_pattern``-th). Biases follow each family's modelling code
 transformers ignores it (Mistral's ``attention_bias``, Qwen2's ``mlp_bias``). An unknown
 architecture, a missing field or a field of the wrong type is a SymroofError naming it;
 a field that changes the cost but is not modelled (a quantization config,
-cross-attention, a vision tower, chunked attention) is refused by name; fields that do
+cross-attention, a vision tower, chunked attention outside Llama 4) is refused by name; fields that do
 not change the cost are ignored.
 
 >>> m = from_hf_dict({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
@@ -34,7 +35,7 @@ from pathlib import Path
 from symroof.errors import SymroofError, shown, suggest
 from symroof.files import parse_json, read_text
 from symroof.models.config import TransformerModel, transformer
-from symroof.models.hf_fields import (Fields, biases_of, latent_of, moe_of, refuse,
+from symroof.models.hf_fields import (Fields, biases_of, chunks_of, latent_of, moe_of, refuse,
                                       rotary_layers_of, window_of)
 from symroof.models.hf_hybrid import HYBRID_FAMILIES, REFUSED, from_hybrid_fields
 from symroof.models.latent import LatentAttention
@@ -79,6 +80,11 @@ _TRAITS: dict[str, dict[str, object]] = {
     "vaultgemma": {"head_dim": 256, "activation": "gelu", "tied": True},
     "mellum": {"head_dim": 128, "qk_norm": "head"},
     "granite_swa": {"sinks": True, "tied": True},
+    # Apertus: up, xIELU (two learned scalars per layer), down
+    "apertus": {"mlp": "plain", "activation": "xielu", "qk_norm": "head"},
+    # Llama 4: chunked attention on the rotary layers, global NoPE layers, a sigmoid-routed
+    # mixture with a shared expert interleaved with dense MLPs of intermediate_size_mlp
+    "llama4_text": {"head_dim": 128},
 }
 _LLAMA_LIKE = tuple(_TRAITS)
 FAMILIES = (*_LLAMA_LIKE, "gpt2")
@@ -86,10 +92,6 @@ FAMILIES = (*_LLAMA_LIKE, "gpt2")
 #: Decoder families of transformers 5.24 whose cost symroof cannot express: model_type ->
 #: (the field or part that blocks it, why). Refused by name, with that field.
 REFUSED_FAMILIES: dict[str, tuple[str, str]] = {
-    "llama4_text": ("attention_chunk_size", "chunked attention (three layers in four attend "
-                    "within fixed chunks of positions) is not modelled"),
-    "apertus": ("hidden_act", "xIELU's learned parameters per layer (alpha_p, alpha_n) are "
-                "not modelled"),
     "jetmoe": ("num_local_experts", "a mixture of attention heads (MoA) besides the MLP "
                "experts is not modelled"),
     "bitnet": ("attn_sub_norm", "norms inside attention and the MLP (attn_sub_norm, "
@@ -169,24 +171,31 @@ def _from_hf_dict(cfg: Mapping[str, object], name: str | None, where: str,
     d = f.dim("hidden_size")
     heads = f.dim("num_attention_heads")
     layers = f.layers("num_hidden_layers")
-    d_ff = f.dim("intermediate_size")
+    d_ff = f.dim("intermediate_size_mlp", 16384) if kind == "llama4_text" else f.dim(
+        "intermediate_size")
     latent: LatentAttention | None = latent_of(f) if kind.startswith("deepseek") else None
     biases = biases_of(f, kind)  # each flag only where the family's modelling code reads it
-    window, windowed = window_of(f, kind, layers)
+    window, windowed = chunks_of(f, layers) if kind == "llama4_text" else window_of(
+        f, kind, layers)
     moe, dense = moe_of(f, kind, layers, d_ff)
     n_windowed = sum(windowed)
     if moe and window is not None and moe["dense_layers"]:
         moe["window_dense_layers"] = sum(w and x for w, x in zip(windowed, dense))
     t = _TRAITS[kind]
+    activation = str(t.get("activation", "silu"))
+    if kind == "apertus":
+        activation = _apertus_activation(f)
     qk_norm = t.get("qk_norm")
     if kind in ("cohere", "glm4_moe") and f.flag("use_qk_norm", False):
         qk_norm = "heads" if kind == "cohere" else "head"
+    if kind == "llama4_text" and f.flag("use_qk_norm", True):
+        qk_norm = "l2"
     m = transformer(
         name=label, layers=layers, d_model=d, heads=heads,
         kv_heads=heads if latent is not None else f.dim("num_key_value_heads", heads),
         head_dim=None if latent is not None else f.dim("head_dim", t.get("head_dim")),
         d_ff=d_ff, vocab=f.dim("vocab_size"), mlp=str(t.get("mlp", "gated")),
-        activation=str(t.get("activation", "silu")), norm=str(t.get("norm", "rmsnorm")),
+        activation=activation, norm=str(t.get("norm", "rmsnorm")),
         positions="rotary", tied_embeddings=f.flag("tie_word_embeddings", t.get("tied") is True),
         qkv_bias=biases["qkv_bias"],
         window=window, window_layers=None if window is None or n_windowed == layers else n_windowed,
@@ -200,7 +209,21 @@ def _from_hf_dict(cfg: Mapping[str, object], name: str | None, where: str,
                      expert_bias=None if expert_bias == biases["mlp_bias"] else expert_bias,
                      norm_weight=t.get("norm_weight", True), norm_bias=t.get("norm_bias"),
                      parallel=t.get("parallel") is True,
-                     rotary_layers=None if rotary == layers else rotary)
+                     rotary_layers=None if rotary == layers else rotary,
+                     chunked=kind == "llama4_text" and window is not None,
+                     query_temperature=kind == "llama4_text" and f.flag(
+                         "attn_temperature_tuning", True) and rotary < layers)
+
+
+def _apertus_activation(f: Fields) -> str:
+    """Apertus's ``hidden_act``: xIELU (its default) or an activation symroof counts."""
+    act = f.cfg.get("hidden_act", "xielu")
+    known = {"xielu": "xielu", "silu": "silu", "swish": "silu", "relu": "relu",
+             "relu2": "relu2", "gelu_pytorch_tanh": "gelu", "gelu": "gelu"}
+    if act not in known:
+        raise SymroofError(f"{f.where}: field 'hidden_act' {act!r}: expected one of "
+                           f"{', '.join(known)} for apertus")
+    return known[str(act)]
 
 
 def from_hf_config(path: str | Path, *, ignore: Sequence[str] = ()) -> TransformerModel:

@@ -18,7 +18,7 @@ from symroof.errors import SymroofError
 from symroof.models.latent import LatentAttention
 
 __all__ = ["Fields", "window_of", "moe_of", "latent_of", "refuse", "biases_of", "BIASES",
-           "MAX_LAYERS"]
+           "MAX_LAYERS", "chunks_of"]
 
 #: The most layers a config.json may declare: the layer pattern is read per layer, and
 #: published models have a few hundred at most.
@@ -47,7 +47,8 @@ _MOE = {"mixtral": ("num_local_experts", 8, 2, "intermediate_size"),
         "solar_open": ("n_routed_experts", 128, 8, "moe_intermediate_size"),
         "dots1": ("n_routed_experts", 128, 8, "moe_intermediate_size"),
         "phimoe": ("num_local_experts", 16, 2, "intermediate_size"),
-        "mellum": ("num_experts", 64, 8, "moe_intermediate_size")}
+        "mellum": ("num_experts", 64, 8, "moe_intermediate_size"),
+        "llama4_text": ("num_local_experts", 16, 1, "intermediate_size")}
 _EXPERT_ALIASES = ("num_experts", "num_local_experts", "n_routed_experts")
 #: The experts-per-token field where it is not ``num_experts_per_tok``.
 _PER_TOKEN = {"ernie4_5_moe": "moe_k", "hunyuan_v1_moe": "moe_topk"}
@@ -160,7 +161,7 @@ def refuse(f: Fields, kind: str, ignore: frozenset[str]) -> None:
             "ignore=('quantization_config',) to count the unquantised model and give its "
             "bytes per weight with with_precision(weights=...)")
     for key, what in _UNMODELLED.items():
-        if f.given(key):
+        if f.given(key) and not (kind == "llama4_text" and key == "attention_chunk_size"):
             raise SymroofError(f"{f.where}: field {key!r} is set: {what} is not modelled")
     if kind.startswith("deepseek") and f.cfg.get("moe_layer_freq", 1) not in (1, None):
         raise SymroofError(f"{f.where}: field 'moe_layer_freq' {f.cfg['moe_layer_freq']!r}: "
@@ -279,6 +280,8 @@ def moe_of(f: Fields, kind: str, layers: int, d_ff: int) -> tuple[dict[str, obje
         out["shared_d_ff"] = f.count(*_SHARED_TIMES[kind]) * width
     if kind == "granitemoeshared" and f.count("shared_intermediate_size", 0):
         out["shared_d_ff"] = f.dim("shared_intermediate_size")
+    if kind == "llama4_text":           # one shared expert of the routed width
+        out["shared_d_ff"] = width
     if kind == "hunyuan_v1_moe":        # a shared MLP of intermediate_size on every layer
         out["shared_d_ff"] = d_ff
     if kind in ("gpt_oss", "ernie4_5_moe"):  # ERNIE: a learned score correction per expert
@@ -295,6 +298,12 @@ def moe_of(f: Fields, kind: str, layers: int, d_ff: int) -> tuple[dict[str, obje
             raise SymroofError(f"{f.where}: field 'mlp_layer_types' must list {layers} entries "
                                f"of dense or sparse, got {types!r}"[:300])
         dense = [t == "dense" for t in types]
+    elif kind == "llama4_text":       # moe_layers, else every interleave_moe_layer_step-th
+        step = f.dim("interleave_moe_layer_step", 1)
+        listed = f.cfg.get("moe_layers")
+        moe_layers = (f.indices("moe_layers", layers) if listed is not None
+                      else set(range(step - 1, layers, step)))
+        dense = [i not in moe_layers for i in range(layers)]
     elif kind in _FIRST_DENSE:
         first = f.count("first_k_dense_replace", _FIRST_DENSE[kind])
         dense = [i < first for i in range(layers)]
@@ -388,6 +397,8 @@ BIASES: dict[str, _Biases] = {
     "vaultgemma": _ATTENTION,
     "mellum": _ATTENTION,
     "granite_swa": _ATTENTION_MLP,
+    "apertus": _ATTENTION,
+    "llama4_text": _ATTENTION,
 }
 
 
@@ -425,10 +436,34 @@ def _rotary_flags(f: Fields, layers: int) -> list[bool]:
     return [v == 1 for v in value]
 
 
+def chunks_of(f: Fields, layers: int) -> tuple[int | None, list[bool]]:
+    """Llama 4's chunk size and, per layer, whether it attends in chunks (transformers
+    5.24: ``layer_types`` when listed, else the layers with rotary, ``no_rope_layers`` 1,
+    when ``attention_chunk_size`` is set; the others are global and without rotary)."""
+    chunk = f.dim("attention_chunk_size", None) if "attention_chunk_size" in f.cfg else 8192
+    types = f.cfg.get("layer_types")
+    if types is not None:
+        allowed = ("full_attention", "chunked_attention")
+        if not isinstance(types, list) or len(types) != layers or any(
+                t not in allowed for t in types):
+            raise SymroofError(f"{f.where}: field 'layer_types' must list {layers} entries of "
+                               f"{' or '.join(allowed)}; got {types!r}"[:400])
+        flags = [t == "chunked_attention" for t in types]
+        if any(flags) and chunk is None:
+            raise SymroofError(f"{f.where}: field 'attention_chunk_size' is null but "
+                               "layer_types lists chunked_attention layers")
+    else:
+        flags = [r and chunk is not None for r in _rotary_flags(f, layers)]
+    if chunk is None or not any(flags):
+        return None, [False] * layers
+    return chunk, flags
+
+
 def rotary_layers_of(f: Fields, kind: str, layers: int, windowed: list[bool]) -> int:
-    """How many layers rotate queries and keys: SmolLM3's ``no_rope_layers``; Cohere 2 and
-    EXAONE 4 rotate on their windowed layers only (every layer when none is windowed)."""
-    if kind == "smollm3":
+    """How many layers rotate queries and keys: SmolLM3's and Llama 4's ``no_rope_layers``;
+    Cohere 2 and EXAONE 4 rotate on their windowed layers only (every layer when none is
+    windowed)."""
+    if kind in ("smollm3", "llama4_text"):
         return sum(_rotary_flags(f, layers))
     if kind in ("cohere2", "exaone4") and any(windowed):
         return sum(windowed)

@@ -30,7 +30,7 @@ from symroof.symbols import dim
 
 __all__ = ["attention", "attention_core", "ElementwiseFlops", "causal_fraction", "FusionGroup",
            "fuse_groups", "op_groups", "FLASH_ATTENTION", "flash_tile_bytes", "window_fraction",
-           "window_span"]
+           "window_span", "chunk_span", "chunk_pairs", "chunk_fraction"]
 
 #: Ops a builder wants fused into one kernel, named, and the on-chip bytes a streaming
 #: kernel needs (None: the group's internal tensors are held whole). Builders collect
@@ -50,6 +50,8 @@ class ElementwiseFlops:
     silu: int = 4         # x * sigmoid(x)
     relu: int = 1
     relu2: int = 2        # relu, then square
+    xielu: int = 12       # x > 0; a_p x x + beta x (4); (expm1(min(x, eps)) - x) a_n + beta x
+    #                       (6); the select: both branches computed, as transformers does
     residual: int = 1     # one add per element
     gate: int = 1         # the SwiGLU product act(gate) * up
     rotary: int = 3       # x*cos + rotate(x)*sin
@@ -107,6 +109,71 @@ def window_fraction(causal: Causal | bool | str, seq: sp.Expr, window: sp.Expr,
     w = window_span(seq, window, span, "seq")
     pairs = seq * w - (w**2 / 2 if mode is Causal.HALF else w * (w - 1) / 2)
     return pairs / seq**2
+
+
+def chunk_span(positions: sp.Expr, window: sp.Expr, what: str = "positions") -> sp.Expr:
+    """Keys the newest of ``positions`` queries attends on a chunked layer (chunks of
+    ``window`` positions aligned to multiples of W; query i attends W floor(i/W) <= j <= i):
+    ``positions - W floor((positions - 1)/W)``, from 1 at a chunk's first position to W at
+    its last.
+
+    >>> from symroof.symbols import S, dim
+    >>> [chunk_span(p, 4) for p in range(1, 10)]
+    [1, 2, 3, 4, 1, 2, 3, 4, 1]
+    >>> chunk_span(S, dim("W"))
+    S - W*floor((S - 1)/W)
+    """
+    p, w = as_expr(positions, what), as_expr(window, "window")
+    return p - w * sp.floor((p - 1) / w)
+
+
+def chunk_fraction(causal: Causal | bool | str, seq: sp.Expr, window: sp.Expr,
+                   span: WindowSpan | str = WindowSpan.EXACT) -> sp.Expr:
+    """Fraction of the ``seq x seq`` QK^T (and PV) products a chunked kernel performs.
+
+    Query i attends the ``i mod W + 1`` keys of its chunk. Over ``seq = qW + r`` queries
+    that is ``q W(W+1)/2 + r(r+1)/2`` pairs (``causal="exact"``), ``q W^2/2 + r^2/2``
+    with ``"half"``, the full S^2 with ``"none"``. ``span="filled"`` assumes whole chunks
+    (S a multiple of W: ``S (W+1)/2``, ``S W/2``; refused when the numbers say otherwise).
+    A sliding window of W attends more: every query past the first W attends W keys.
+
+    >>> from symroof.symbols import S, dim
+    >>> chunk_fraction("exact", 10, 4) * 100        # 1+2+3+4 + 1+2+3+4 + 1+2
+    23
+    >>> sp.expand(chunk_fraction("exact", S, dim("W"), "filled") * S**2)
+    S*W/2 + S/2
+    """
+    mode = option(Causal, causal, "causal")
+    if mode is Causal.NONE:
+        return sp.Integer(1)
+    s, w = as_expr(seq, "seq"), as_expr(window, "window")
+    one = 0 if mode is Causal.HALF else 1
+    if option(WindowSpan, span, "window_span") is WindowSpan.FILLED:
+        rest = sp.Mod(s, w)
+        if rest.is_number and rest != 0:
+            raise SymroofError(f"window_span='filled' assumes seq a multiple of the chunk {w}, "
+                               f"got {s}")
+        return (w + one) / (2 * s)
+    return chunk_pairs(s, w, mode) / s**2
+
+
+def chunk_pairs(seq: object, window: object, causal: Causal | bool | str = Causal.EXACT
+                ) -> sp.Expr:
+    """Query-key pairs of ``seq`` causal queries from position 0 on a chunked layer
+    (chunks of ``window``): ``q W(W+1)/2 + r(r+1)/2`` with ``seq = qW + r`` (``"half"``:
+    ``q W^2/2 + r^2/2``; ``"none"``: seq^2).
+
+    >>> chunk_pairs(10, 4), chunk_pairs(0, 4), chunk_pairs(10, 4, "half")
+    (23, 0, 18)
+    """
+    mode = option(Causal, causal, "causal")
+    s, w = as_expr(seq, "seq"), as_expr(window, "window")
+    if mode is Causal.NONE:
+        return s**2
+    one = 0 if mode is Causal.HALF else 1
+    q = sp.floor(s / w)
+    r = s - w * q
+    return (q * w * (w + one) + r * (r + one)) / 2
 
 
 def attention_core(g: Graph, q: Tensor, k: Tensor, v: Tensor, *, work_fraction: sp.Expr,

@@ -151,12 +151,15 @@ class Builder:
         """up (and gate), the activation, down: a dense MLP of ``width``."""
         g, m, fl = self.g, self.m, self.fl
         act = getattr(fl, str(m.activation))
+        # xIELU's learned alpha_p and alpha_n: two scalars per MLP
+        alphas = tuple(self.weight(f"{prefix}xielu_{a}", (sp.Integer(1),)) for a in
+                       ("alpha_p", "alpha_n")) if m.activation == "xielu" else ()
         up = self.linear(x, f"{prefix}W_up", m.d_model, width, f"{prefix}up", m.mlp_bias)
         if m.mlp == "gated":
             gate = self.linear(x, f"{prefix}W_gate", m.d_model, width, f"{prefix}gate",
                                m.mlp_bias)
-            h = g.elementwise(gate, up, name=self.n(f"{prefix}act"),
+            h = g.elementwise(gate, up, *alphas, name=self.n(f"{prefix}act"),
                               flops_per_element=act + fl.gate)
         else:
-            h = g.elementwise(up, name=self.n(f"{prefix}act"), flops_per_element=act)
+            h = g.elementwise(up, *alphas, name=self.n(f"{prefix}act"), flops_per_element=act)
         return self.linear(h, f"{prefix}W_down", width, m.d_model, f"{prefix}down", m.mlp_bias)

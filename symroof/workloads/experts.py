@@ -63,11 +63,16 @@ def moe_mlp(b: Builder, x: Tensor, batch: sp.Expr, seq: sp.Expr,
     width = routed_d_ff(m)
     bias = m.routed_bias
     up = b.linear(xd, "W_up", m.d_model, width, "up", bias, e, share)
+    # xIELU: each expert's own alpha_p and alpha_n
+    one = sp.Integer(1)
+    alphas = tuple(b.weight(f"xielu_{a}", (e, one, one)) for a in ("alpha_p", "alpha_n")
+                   ) if m.activation == "xielu" else ()
     if m.mlp == "gated":
         gate = b.linear(xd, "W_gate", m.d_model, width, "gate", bias, e, share)
-        h = g.elementwise(gate, up, name=b.n("act"), flops_per_element=(act + fl.gate) * share)
+        h = g.elementwise(gate, up, *alphas, name=b.n("act"),
+                          flops_per_element=(act + fl.gate) * share)
     else:
-        h = g.elementwise(up, name=b.n("act"), flops_per_element=act * share)
+        h = g.elementwise(up, *alphas, name=b.n("act"), flops_per_element=act * share)
     g.set_crossings(h, writes=share, reads=share)
     y = b.linear(h, "W_down", width, m.d_model, "down", bias, e, share)
     # expert outputs weighted by the router's gates and summed

@@ -29,7 +29,8 @@ from symroof.options import (Causal, ExpertReads, LatentDecode, Logits, Saves, U
 from symroof.passes.fuse import Fuse
 from symroof.passes.pipeline import Pipeline
 from symroof.workloads.attention import (FLASH_ATTENTION, ElementwiseFlops, attention_core,
-                                         causal_fraction, window_fraction, window_span)
+                                         causal_fraction, chunk_fraction, chunk_pairs,
+                                         chunk_span, window_fraction, window_span)
 from symroof.workloads.builder import (Builder, LayerGroup, LatentShape, TransformerShape, kv_dim,
                                       q_dim)
 from symroof.workloads.dropout import attention_core_with_dropout
@@ -74,8 +75,13 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
     # a decode step reads at most the window's positions; prefill computes K and V for all
     span = context if window is None or not decode else window_span(context, window,
                                                                     c.window_span, "context")
-    if decode:
+    chunked = window is not None and m.chunked and c.window_kernel is WindowKernel.BAND
+    if decode and chunked:   # the new queries attend their chunks' keys of the buffer
+        frac = _chunk_decode_fraction(seq, context, window, span, c)
+    elif decode:
         frac = sp.Integer(1)
+    elif chunked:
+        frac = chunk_fraction(c.causal, seq, window, c.window_span)
     elif window is not None and c.window_kernel is WindowKernel.BAND:
         frac = window_fraction(c.causal, seq, window, c.window_span)
     else:
@@ -105,11 +111,17 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
     elif m.qk_norm == "heads":  # over each head, a gain per head and value (Cohere)
         q, k = (_per_head_norm(b, t, n, heads, batch, seq) for t, n, heads in
                 ((q, "q", m.heads), (k, "k", m.kv_heads)))
+    # a share of the layers may rotate (SmolLM3's, Cohere 2's, Llama 4's layers without
+    # rotary): their elementwise FLOPs at that share, each layer kind alike
+    share = 1 if m.rotary_layers is None else m.rotary_layers / m.layers
+    if m.qk_norm == "l2":  # Llama 4: no gains, over each head, on its rotary layers
+        q, k = (g.elementwise(t, name=b.n(f"{n}_norm"), saves=Saves.RMS_NORM,
+                              flops_per_element=(fl.rmsnorm - 1) * share)
+                for t, n in ((q, "q"), (k, "k")))
+    if m.query_temperature:  # Llama 4: queries scaled by position on the layers without rotary
+        q = g.elementwise(q, name=b.n("q_temperature"), saves=Saves.NOTHING,
+                          flops_per_element=1 - share)
     if m.positions == "rotary":
-        # a share of the layers may rotate (SmolLM3's, Cohere 2's layers without
-        # rotary): the elementwise FLOPs at that share, each layer kind alike
-        rotary_layers = m.rotary_layers
-        share = 1 if rotary_layers is None else rotary_layers / m.layers
         q = g.elementwise(q, name=b.n("rope_q"), saves=Saves.NOTHING,
                           flops_per_element=fl.rotary * share)
         k = g.elementwise(k, name=b.n("rope_k"), saves=Saves.NOTHING,
@@ -144,6 +156,20 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
     if gate is not None:
         o = g.elementwise(o, gate, name=b.n("attn_gate"), flops_per_element=fl.gate + 4)
     return b.linear(o, "W_o", q_dim(m), m.d_model, "o_proj", m.o_bias)
+
+
+def _chunk_decode_fraction(seq: sp.Expr, context: sp.Expr, window: sp.Expr, span: sp.Expr,
+                           c: Choices) -> sp.Expr:
+    """Share of the ``seq x span`` scores the newest ``seq`` queries (positions up to
+    ``context``) of a chunked layer compute: their chunks' keys, ``P(context) -
+    P(context - seq)`` pairs with ``P(n)`` the pairs of a causal chunked prefill of n."""
+    if c.window_span is WindowSpan.FILLED:
+        raise SymroofError("window_span='filled' does not say which position of its chunk a "
+                           "decode step is at; use window_span='exact', or "
+                           "window_kernel='masked' (the whole buffer, as an eager kernel)")
+    if seq == 1:
+        return chunk_span(context, window, "context") / span
+    return (chunk_pairs(context, window) - chunk_pairs(context - seq, window)) / (seq * span)
 
 
 def _per_head_norm(b: Builder, t: Tensor, name: str, heads: sp.Expr, batch: sp.Expr,

@@ -115,6 +115,11 @@ class ModelShape:
     gain unless ``norm_weight`` is false (OLMo) and a bias as ``norm_bias`` says (None: a
     layernorm has one); ``parallel`` runs attention and the MLP side by side off one norm
     (Cohere); ``rotary_layers`` of the layers rotate q and k (None: all; SmolLM3).
+    ``chunked``: the windowed layers attend in chunks instead (Llama 4's chunked attention):
+    query i attends the keys of its own chunk of ``window`` positions, ``W floor(i/W) <= j
+    <= i``; their KV buffer is the window's (at most W positions, as transformers keeps it).
+    ``query_temperature``: the layers without rotary scale each query by a function of its
+    position (Llama 4's attention temperature tuning; one FLOP per query value).
     """
 
     name: str
@@ -159,6 +164,10 @@ class ModelShape:
     norm_bias: bool | None = None               # a norm's bias (None: layernorm yes, rmsnorm no)
     parallel: bool = False                      # attention and MLP side by side off one norm
     rotary_layers: sp.Expr | None = None        # layers that rotate q and k (None: all)
+    chunked: bool = False                       # windowed layers attend their own chunk of
+    #                                             W positions (Llama 4), not the W newest
+    query_temperature: bool = False             # queries scaled by their position on the
+    #                                             layers without rotary (Llama 4)
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -184,7 +193,8 @@ class ModelShape:
             if not (optional and value is None):
                 object.__setattr__(self, f, option(enum, value, f"{where} {f}"))
         for f in ("tied_embeddings", "qkv_bias", "o_bias", "mlp_bias", "shared_gate",
-                  "router_bias", "post_norms", "sinks", "norm_weight", "parallel"):
+                  "router_bias", "post_norms", "sinks", "norm_weight", "parallel", "chunked",
+                  "query_temperature"):
             if not isinstance(getattr(self, f), bool):
                 raise SymroofError(f"{where} {f}: expected true or false, got "
                                    f"{getattr(self, f)!r}")
@@ -228,8 +238,9 @@ class ModelShape:
 
     def _check_layer_counts(self, where: str) -> None:
         moe = self.experts != 1
-        for f, needs in (("window_layers", "a window"), ("window_dense_layers", "a window")):
-            if getattr(self, f) is not None and self.window is None:
+        for f, needs in (("window_layers", "a window"), ("window_dense_layers", "a window"),
+                         ("chunked", "a window (the chunk size)")):
+            if getattr(self, f) not in (None, False) and self.window is None:
                 raise SymroofError(f"{where} {f}: needs {needs}")
         for f in ("expert_d_ff", "shared_d_ff", "window_dense_layers"):
             if getattr(self, f) is not None and not moe:

@@ -114,7 +114,8 @@ def decode(model: ModelShape, batch: object, context: object | None = None, *,
            window_span: WindowSpan | str = WindowSpan.EXACT,
            latent: LatentDecode | str = LatentDecode.ABSORBED,
            expert_reads: ExpertReads | str = ExpertReads.EXPECTED, tp: object = 1, pp: object = 1,
-           microbatches: object = 1) -> Analysis:
+           microbatches: object = 1,
+           window_kernel: WindowKernel | str = WindowKernel.BAND) -> Analysis:
     """One decode step: one new token per sequence attending to ``context`` cached positions.
 
     ``context`` counts the KV positions attended, the new token's included; give
@@ -126,7 +127,10 @@ def decode(model: ModelShape, batch: object, context: object | None = None, *,
     ``past=0`` is a step on an empty cache (context 1). A windowed layer reads and attends
     ``min(context, W)`` positions (the new token is inside its window); latent attention
     runs ``latent="absorbed"`` (default) or ``"naive"`` (K and V up-projected from every
-    cached latent, as transformers does).
+    cached latent, as transformers does). A chunked layer (Llama 4) reads the same buffer
+    and attends its chunk's ``context - W floor((context - 1)/W)`` keys
+    (``window_kernel="band"``, default) or, ``"masked"``, scores the whole buffer and
+    masks, as an eager kernel does.
 
     ``tp`` (tensor parallel) and ``pp`` (pipeline stages) make the graph one device's,
     with its communication (:func:`symroof.passes.shard`): F and Q per device, the
@@ -143,7 +147,8 @@ def decode(model: ModelShape, batch: object, context: object | None = None, *,
     t, p, mb = check_layout(m, tp=tp, pp=pp, microbatches=microbatches)
     g, fuse = forward(m, batch=_micro(batch, mb), seq=1, context=ctx, decode=True,
                       logits=logits, kv_write=kv_write, flops_per_element=flops_per_element,
-                      window_span=window_span, latent=latent, expert_reads=expert_reads)
+                      window_span=window_span, latent=latent, expert_reads=expert_reads,
+                      window_kernel=window_kernel)
     g = serving_pipeline("decode", fuse, tp=t, pp=p, microbatches=mb).apply(g)
     if t * p != 1:
         kinds = kinds & MEMORY_KINDS

@@ -350,3 +350,169 @@ def test_live_transformers_counts_and_windows_of_the_real_configs():
         if getattr(config, "sliding_window", None) and not types:   # Mistral, Phi-3: all
             sliding = config.num_hidden_layers
         assert WINDOWED.get(path.stem, (None, 0))[1] == sliding, path.stem
+
+
+# ---------------------------------------------------------------------------
+# Llama 4 (chunked attention, interleaved MoE) and Apertus (xIELU): issue 25. The tiny
+# models' PyTorch counts are the fixture's "families" records (test_fidelity_families.py
+# checks each against the counter); here: the chunk arithmetic against brute-force masks,
+# the conventions around it, and real-size configurations against transformers' count.
+
+from symroof.workloads.attention import chunk_fraction, chunk_pairs, chunk_span  # noqa: E402
+
+LLAMA4_BASE = dict(hidden_size=5120, num_hidden_layers=48, num_attention_heads=40,
+                   num_key_value_heads=8, head_dim=128, intermediate_size=8192,
+                   intermediate_size_mlp=16384, vocab_size=202048, num_experts_per_tok=1,
+                   attention_chunk_size=8192)
+#: Llama 4 Scout's and Maverick's text shapes (16 experts on every layer; 128 experts on
+#: every second layer), and sum(p.numel()) of transformers 5.24's Llama4ForCausalLM built
+#: from the same fields on the meta device (model cards: 17B active; 109B with the vision
+#: encoder, 400B).
+LLAMA4_SIZES = {"scout": (dict(num_local_experts=16, interleave_moe_layer_step=1),
+                          107_769_861_120, 17_172_894_720),
+                "maverick": (dict(num_local_experts=128, interleave_moe_layer_step=2),
+                             400_711_848_960, 17_184_691_200)}
+
+
+def _brute_pairs(seq: int, chunk: int, first: int = 0) -> int:
+    """Pairs (i, j) of queries first..seq-1 and keys with i // W == j // W, j <= i."""
+    return sum(1 for i in range(first, seq) for j in range(i + 1) if i // chunk == j // chunk)
+
+
+def test_chunk_spans_equal_a_brute_force_mask_count():
+    for chunk in (1, 2, 3, 4, 7):
+        for seq in range(0, 23):
+            assert chunk_pairs(seq, chunk) == _brute_pairs(seq, chunk), (seq, chunk)
+            if seq:
+                assert chunk_span(seq, chunk) == _brute_pairs(seq, chunk, seq - 1)
+                assert chunk_fraction("exact", seq, chunk) * seq**2 == _brute_pairs(seq, chunk)
+    # a sliding window of the same W attends more once past the first chunk
+    from symroof.workloads.attention import window_fraction
+    assert chunk_fraction("exact", 10, 4) * 100 == 23 < window_fraction("exact", 10, 4) * 100
+
+
+def test_chunk_filled_and_half_conventions():
+    import sympy as sp
+    from symroof.symbols import S, dim
+    W = dim("W")
+    assert sp.cancel(chunk_fraction("exact", S, W, "filled") * S**2 - S * (W + 1) / 2) == 0
+    assert sp.cancel(chunk_fraction("half", S, W, "filled") * S**2 - S * W / 2) == 0
+    assert chunk_fraction("exact", 12, 4, "filled") == chunk_fraction("exact", 12, 4)
+    assert chunk_pairs(10, 4, "half") == 2 * 8 + 2      # q W^2/2 + r^2/2
+    with pytest.raises(SymroofError, match="multiple of the chunk 4"):
+        chunk_fraction("exact", 10, 4, "filled")
+
+
+def _tiny_llama4(**kw):
+    return from_hf_dict({"model_type": "llama4_text", "hidden_size": 40, "num_attention_heads": 5,
+                         "num_key_value_heads": 1, "head_dim": 8, "intermediate_size": 24,
+                         "intermediate_size_mlp": 56, "num_hidden_layers": 3, "vocab_size": 97,
+                         "attention_chunk_size": 4, "num_local_experts": 5,
+                         "num_experts_per_tok": 2, "no_rope_layer_interval": 3,
+                         "interleave_moe_layer_step": 2, **kw})
+
+
+def test_chunked_layers_attend_their_chunk_band_against_brute_force():
+    """Prefill (exact causal) and decode with window_kernel="band" score the chunk's pairs;
+    "masked" the whole rectangle (prefill) or the rolling buffer min(context, W) (decode,
+    transformers' eager step). Two chunked layers, 5 query heads of 8: 4 * 5 * 8 FLOPs a
+    pair (scores and PV) per layer."""
+    m = _tiny_llama4()
+    assert (m.window, m.windowed_layers, m.chunked, m.rotary_layers) == (4, 2, True, 2)
+    per_pair = 4 * 5 * 8 * 2
+    for seq in (5, 9):
+        band = prefill(m, 2, seq, causal="exact").flops
+        full = prefill(m, 2, seq, causal="none", window_kernel="masked").flops
+        # the global layer is exact-causal in both only when causal agrees: compare layers
+        glob = 4 * 5 * 8 * (seq * seq - seq * (seq + 1) // 2) * 2   # batch 2, one layer
+        assert full - band == 2 * per_pair * (seq * seq - _brute_pairs(seq, 4)) + glob
+    for past in (0, 2, 3, 4, 6, 9):
+        ctx = past + 1
+        band = decode(m, 3, past=past).flops
+        masked = decode(m, 3, past=past, window_kernel="masked").flops
+        held = min(ctx, 4)
+        assert masked - band == 3 * per_pair * (held - _brute_pairs(ctx, 4, ctx - 1)), past
+    with pytest.raises(SymroofError, match="window_span='filled'"):
+        decode(m, 1, past=9, window_span="filled")
+
+
+def test_llama4_kv_buffer_and_layer_rules():
+    """A chunked layer's buffer holds at most W positions (transformers' cache for
+    chunked_attention is its sliding-window layer: W - 1 with window_cache="window_minus_1");
+    layer_types, moe_layers and no_rope_layers as transformers 5.24 reads them."""
+    m = _tiny_llama4()
+    per = 2 * 1 * 8 * b                                   # K and V, one KV head of 8
+    assert m.kv_cache_bytes(100) == (2 * 4 + 100) * per
+    assert m.kv_cache_bytes(100, "window_minus_1") == (2 * 3 + 100) * per
+    assert (m.experts, m.experts_per_token, m.dense_layers, m.expert_d_ff, m.shared_d_ff,
+            m.d_ff) == (5, 2, 2, 24, 24, 56)
+    listed = _tiny_llama4(layer_types=["full_attention", "chunked_attention", "full_attention"],
+                          moe_layers=[0, 2], no_rope_layers=[0, 1, 0])
+    assert (listed.windowed_layers, listed.dense_layers, listed.rotary_layers) == (1, 1, 1)
+    none = _tiny_llama4(attention_chunk_size=None)
+    assert none.window is None and not none.chunked
+    with pytest.raises(SymroofError, match="layer_types"):
+        _tiny_llama4(layer_types=["sliding_attention"] * 3)
+    with pytest.raises(SymroofError, match="attention_chunk_size"):
+        _tiny_llama4(attention_chunk_size=None, layer_types=["chunked_attention"] * 3)
+    with pytest.raises(SymroofError, match="moe_layers"):
+        _tiny_llama4(moe_layers=[3])
+    with pytest.raises(SymroofError, match="chunked"):
+        transformer(layers=2, d_model=8, heads=2).replace(chunked=True)
+
+
+@pytest.mark.parametrize("size", sorted(LLAMA4_SIZES))
+def test_llama4_real_sizes_equal_transformers_count(size):
+    kw, total, active = LLAMA4_SIZES[size]
+    m = from_hf_dict({"model_type": "llama4_text", **LLAMA4_BASE, **kw})
+    assert (m.params, m.active_params) == (total, active)
+    assert (m.windowed_layers, m.rotary_layers) == (36, 36)      # three layers in four
+
+
+def test_llama4_eager_experts_run_every_token_through_every_expert():
+    """transformers' Llama4TextMoe multiplies every token by every expert (the unrouted
+    scores sigmoid(-inf) = 0): the counter's FLOPs are those of k = E routed experts; a
+    real MoE kernel's are symroof's (k of E). The difference is (E - k) experts' GEMMs."""
+    rec = next(r for r in json.loads((CONFIGS.parent / "torch_flops.json").read_text())[
+        "families"] if r["model"] == "llama4_text")
+    m = from_hf_dict(rec["config"])
+    count = rec["counts"][0]
+    tokens = count["batch"] * count["seq"]
+    ours = prefill(m, 2, 5, causal=False, window_kernel="masked").flops
+    experts = 2 * tokens * 3 * 40 * 24                     # one expert's gate, up, down
+    assert count["total_flops"] - ours == (rec["experts_computed"] - 2) * experts
+
+
+def test_apertus_xielu_parameters_and_flops():
+    """xIELU: alpha_p and alpha_n per layer (transformers' XIELUActivation parameters; its
+    beta and eps are buffers) and 12 FLOPs per element with ops='all' (ElementwiseFlops.xielu);
+    another hidden_act reads as that activation, an unknown one is refused by name."""
+    cfg = {"model_type": "apertus", "hidden_size": 40, "num_attention_heads": 5,
+           "num_key_value_heads": 1, "head_dim": 8, "intermediate_size": 56,
+           "num_hidden_layers": 3, "vocab_size": 97}
+    x, r = from_hf_dict(cfg), from_hf_dict({**cfg, "hidden_act": "relu"})
+    assert (x.mlp, x.qk_norm, str(r.activation)) == ("plain", "head", "relu")
+    assert x.params - r.params == 2 * 3
+    assert prefill(x, 2, 5).flops == prefill(r, 2, 5).flops
+    assert prefill(x, 2, 5, ops="all").flops - prefill(r, 2, 5, ops="all").flops == \
+        (12 - 1) * 10 * 56 * 3
+    moe = transformer(layers=2, d_model=8, heads=2, d_ff=16, experts=4, experts_per_token=2,
+                      mlp="plain", activation="xielu")
+    plain = transformer(layers=2, d_model=8, heads=2, d_ff=16, experts=4, experts_per_token=2,
+                        mlp="plain", activation="relu")
+    assert moe.params - plain.params == 2 * 4 * 2 and moe.active_params - plain.active_params == 2 * 2 * 2
+    with pytest.raises(SymroofError, match="hidden_act"):
+        from_hf_dict({**cfg, "hidden_act": "mish"}, where="cfg.json")
+
+
+def test_llama4_qk_l2_norm_and_temperature_count_with_ops_all():
+    """use_qk_norm: an L2 norm without gains (no parameters) over q and k of the rotary
+    layers, 3 FLOPs a value (square, sum, rsqrt-scale); attn_temperature_tuning: the
+    queries of the layers without rotary scaled, 1 FLOP a value. Tokens 2 x 5; q 40 and k
+    8 values a token; two rotary layers, one without."""
+    on, off = _tiny_llama4(), _tiny_llama4(use_qk_norm=False, attn_temperature_tuning=False)
+    assert on.qk_norm == "l2" and on.query_temperature and on.params == off.params
+    assert prefill(on, 2, 5).flops == prefill(off, 2, 5).flops
+    extra = prefill(on, 2, 5, ops="all").flops - prefill(off, 2, 5, ops="all").flops
+    assert extra == 10 * (3 * (40 + 8) * 2 + 40 * 1)
+    assert not _tiny_llama4(no_rope_layers=[1, 1, 1]).query_temperature

@@ -268,6 +268,15 @@ def family_specs() -> list[tuple[str, str, dict]]:
                                                "sliding_attention"],
                                   mlp_layer_types=["dense", "sparse", "sparse"])),
         ("granite_swa", "granite_swa", dict(sliding_window=w)),
+        # xIELU's two learned scalars per layer
+        ("apertus", "apertus", {}),
+        # chunks of 4 on layers 0 and 1 (rotary), layer 2 global without rotary; layer 1
+        # a mixture (5 experts of 24, 2 per token, a shared expert of 24), 0 and 2 dense
+        # MLPs of intermediate_size_mlp 56
+        ("llama4_text", "llama4_text", dict(moe, num_local_experts=5, intermediate_size=24,
+                                            intermediate_size_mlp=56, attention_chunk_size=w,
+                                            no_rope_layer_interval=3,
+                                            interleave_moe_layer_step=2)),
     ]
     flips = {"qwen2_moe": {"qkv_bias": False}, "ernie4_5": {"use_bias": True},
              "ernie4_5_moe": {"use_bias": True}, "starcoder2": {"use_bias": False},
@@ -299,18 +308,29 @@ def bias_adds_per_token(model, config) -> int:
     return total
 
 
-def record_families(shapes: bool = True) -> list[dict]:
-    """params, bias adds per token and the counter's totals of each family's tiny model."""
+#: Families whose modelling code runs every token through every routed expert (the
+#: unrouted ones weighted 0): the counter sees all experts' FLOPs (recorded as
+#: ``experts_computed``).
+DENSE_EXPERT_FAMILIES = ("llama4_text",)
+
+
+def record_families(shapes: bool = True, only: tuple[str, ...] = ()) -> list[dict]:
+    """params, bias adds per token and the counter's totals of each family's tiny model
+    (``only``: the records of these models alone)."""
     import torch
     from transformers import AutoConfig
 
     out = []
     for name, mt, kw in family_specs():
+        if only and name not in only:
+            continue
         config = AutoConfig.for_model(mt, **{**FAMILY_BASE, **kw})
         model = build_model(config)
         rec = {"model": name, "family": mt, "config": config_record(model.config),
                "params": sum(p.numel() for p in model.parameters()),
                "bias_adds_per_token": bias_adds_per_token(model, model.config), "counts": []}
+        if mt in DENSE_EXPERT_FAMILIES:
+            rec["experts_computed"] = model.config.num_local_experts
         if shapes:
             kwarg = _cache_kwarg(model)
             with torch.no_grad():
@@ -532,12 +552,20 @@ def main(argv=None) -> int:
     ap.add_argument("--families", action="store_true",
                     help="re-record only the fixture's 'families' records (issue 25); the "
                          "entries and their numbers stay as they are")
+    ap.add_argument("--only", nargs="+", default=(), metavar="MODEL",
+                    help="with --families: record these models alone, replacing their records "
+                         "or appending them (the others stay as they are)")
     args = ap.parse_args(argv)
     if args.families:
         import transformers
 
         data = json.loads(args.out.read_text())
-        data["families"] = record_families()
+        if args.only:
+            new = record_families(only=tuple(args.only))
+            names = {r["model"] for r in new}
+            data["families"] = [r for r in data["families"] if r["model"] not in names] + new
+        else:
+            data["families"] = record_families()
         data["metadata"]["families_transformers_version"] = transformers.__version__
         write(data, args.out)
         print(f"wrote {len(data['families'])} family records to {args.out}")
