@@ -514,10 +514,6 @@ def ssm_splits(m: object, tp: int) -> bool:
         ([lt.heads] if lt is not None else [])
     if any(w.is_number and int(w) % tp for w in widths):
         return False
-    if dn is not None and dn.decay == "channel" and tp > 1:
-        # Kimi Delta Attention's low-rank gate paths (f_a/f_b, g_a/g_b): their split is
-        # not modelled (tensor_parallel's DELTA_AXES name Qwen3-Next's tensors only)
-        return False
     s = getattr(m, "ssm", None)
     if s is None:
         return True

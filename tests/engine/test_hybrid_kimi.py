@@ -198,3 +198,26 @@ def test_gate_options_are_checked():
         GatedDeltaNet(4, 8, 4, 8, decay="channel")
     with pytest.raises(SymroofError, match="out_gate 'tanh'"):
         GatedDeltaNet(4, 8, 4, 8, out_gate="tanh")
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_tensor_parallel_splits_kda_heads_as_vllm(phase):
+    """tp=2 on the tiny Kimi-Linear (4 KDA heads of 8, 4 MLA heads): as vLLM's
+    KimiDeltaAttention, the low-rank gates' down-projections f_a, g_a stay whole on every
+    device, f_b, g_b, q, k, v, b, the conv, dt_bias and A_log split by heads, each head's
+    state local; MLA's kv down-projection and the router stay whole. FLOPs halve but
+    those replicated GEMMs."""
+    m = from_hf_dict(KIMI[0]["config"])
+    run = (lambda **kw: decode(m, 2, context=8, logits="none", **kw)) if phase == "decode" \
+        else (lambda **kw: prefill(m, 2, 64, logits="none", **kw))
+    one, two = run(), run(tp=2)
+    whole = sum(c.flops for n, c in one.per_op.items() if n.rsplit(".", 1)[-1] in (
+        "router", "f_a_proj", "g_a_proj", "kv_down", "k_rope_proj"))
+    assert whole > 0 and two.flops == (one.flops - whole) / 2 + whole
+    shapes = {t.name.removeprefix("delta.mlp."): t.shape for t in two.graph.inputs
+              if t.name.startswith("delta.mlp.")}
+    assert shapes["W_fa"] == shapes["W_ga"] == (64, 8)
+    assert shapes["W_fb"] == shapes["W_gb"] == (8, 16)
+    assert shapes["dt_bias"] == (2, 8) and shapes["A_log"] == (2, 1)
+    if phase == "decode":
+        assert shapes["ssm_state"] == (2, 2, 1, 8, 8)    # 2 heads of 8 x 8 per device
