@@ -38,6 +38,15 @@ Families (``model_type``, transformers 5.24) and where each reads its layer patt
   ``num_experts_per_tok`` of ``intermediate_size``); its residual scales (``*_alpha_factor``,
   ``*_beta_factor``) are elementwise work outside the contractions, counted as plain
   residual adds under ``ops="all"``; ``sliding_window`` refused;
+- ``kimi_linear``: ``layer_types`` or ``linear_attn_config``'s 1-based
+  ``full_attn_layers`` / ``kda_layers`` (default: full attention on layers 4, 8, ...):
+  Kimi Delta Attention (:class:`GatedDeltaNet` with ``decay="channel"``: the decay per
+  key channel and the output gate through low-rank paths of the head width, a sigmoid
+  gate) or multi-head latent attention without rotary; ``mlp_layer_types`` or the first
+  ``first_k_dense_replace`` layers a gated MLP, the others routed experts
+  (``num_experts``, ``num_experts_per_token`` of ``moe_intermediate_size``, a sigmoid
+  router) plus ``num_shared_experts`` shared ones; fields of Moonshot's and Kimi-K3's
+  configs that transformers 5.24 does not read and that change the cost are refused;
 - ``mamba``: every layer a Mamba-1 mixer (:class:`Mamba1`, no dt/B/C norms);
 - ``falcon_mamba``: Mamba's layers with RMSNorms on dt, B and C that have no gains
   (transformers' ``FalconMambaWeightlessRMSNorm``: its ones are a non-persistent buffer);
@@ -66,7 +75,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from symroof.errors import SymroofError
-from symroof.models.hf_fields import Fields
+from symroof.models.hf_fields import Fields, latent_of
 from symroof.models.hybrid import (GatedDeltaNet, HybridModel, LightningAttention, Mamba1,
                                    Mamba2, ShortConv, hybrid, pattern_groups)
 from symroof.precision import bytes_per_value
@@ -75,7 +84,8 @@ __all__ = ["HYBRID_FAMILIES", "REFUSED", "from_hybrid_fields"]
 
 HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2",
                    "jamba", "mamba", "qwen3_next", "olmo_hybrid", "falcon_mamba",
-                   "lfm2_moe", "minimax")
+                   "lfm2_moe", "minimax",
+                   "kimi_linear")
 
 #: Families with a state-space or linear-attention mixer symroof does not model, and why.
 REFUSED = {
@@ -85,9 +95,6 @@ REFUSED = {
     "zamba2": "its shared transformer blocks (one block's weights reused at every hybrid "
               "layer, with per-layer LoRA adapters and the embeddings concatenated to its "
               "input) are not modelled",
-    "kimi_linear": "Kimi Delta Attention (a gated delta rule with a decay per key channel "
-                   "from low-rank projections) beside latent (MLA) attention layers is not "
-                   "modelled",
 }
 
 #: Each family's config.json keys for the Mamba-2 widths: heads, head width, state,
@@ -220,6 +227,8 @@ def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
         return _lfm2(f, label, moe=kind == "lfm2_moe")
     if kind == "minimax":
         return _minimax(f, label)
+    if kind == "kimi_linear":
+        return _kimi_linear(f, label)
     if kind in ("qwen3_next", "olmo_hybrid"):
         return _qwen3_next(f, label) if kind == "qwen3_next" else _olmo_hybrid(f, label)
     if kind in ("jamba", "mamba", "falcon_mamba"):
@@ -498,3 +507,153 @@ def _minimax(f: Fields, label: str) -> HybridModel:
                   tied_embeddings=f.flag("tie_word_embeddings", False), lightning=light,
                   groups=pattern_groups(kinds, moe_model=True,
                                         what=f"{f.where} layer pattern"))
+
+
+# --- Kimi-Linear (model_type kimi_linear) ---------------------------------------------
+
+#: Kimi-Linear's config.json fields that change the cost in a way symroof does not model
+#: (Moonshot's checkpoints and the Kimi-K3 text configs that reuse the model_type; none is
+#: read by transformers 5.24's KimiLinear), with what each would need.
+_KIMI_REFUSED = {
+    "mla_use_output_gate": "a gate on the latent attention's output is not modelled",
+    "attn_res_block_size": "attention residual blocks are not modelled",
+    "routed_expert_hidden_size": "routed experts on a projected width are not modelled",
+    "latent_moe_use_norm": "experts on a normed latent projection are not modelled",
+    "num_nextn_predict_layers": "multi-token prediction layers are not modelled",
+}
+_KIMI_LINEAR_REFUSED = {
+    "use_full_rank_gate": "full-rank decay and output gates (transformers' are low-rank)",
+    "gate_lower_bound": "a lower-bounded (sigmoid) decay gate",
+}
+
+
+def _kimi_sub(f: Fields) -> Fields:
+    """The checkpoint's ``linear_attn_config`` (it takes precedence over the flat
+    ``linear_*`` fields, as transformers 5.24 reads it)."""
+    sub = f.cfg.get("linear_attn_config") or {}
+    if not isinstance(sub, Mapping):
+        raise SymroofError(f"{f.where}: field 'linear_attn_config' must be an object, got "
+                           f"{sub!r}"[:300])
+    return Fields(sub, f"{f.where} linear_attn_config")
+
+
+def _kimi_types(f: Fields, lin: Fields, layers: int) -> list[str]:
+    """Each layer's mixer: ``layer_types``, else ``linear_attn_config``'s 1-based
+    ``full_attn_layers`` and ``kda_layers`` (both, covering every layer once), else
+    transformers' default (full attention on layers 4, 8, ...)."""
+    if f.cfg.get("layer_types") is not None:
+        return _linear_types(f, layers)
+    full, kda = lin.cfg.get("full_attn_layers"), lin.cfg.get("kda_layers")
+    if full is None or kda is None:
+        return ["full_attention" if i and i % 4 == 0 else "linear_attention"
+                for i in range(layers)]
+    types: list[str | None] = [None] * layers
+    for key, ids, kind in (("full_attn_layers", full, "full_attention"),
+                           ("kda_layers", kda, "linear_attention")):
+        if not isinstance(ids, list) or not all(
+                isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= layers
+                for i in ids):
+            raise SymroofError(f"{lin.where}: field {key!r} must list layer numbers 1 .. "
+                               f"{layers}, got {ids!r}"[:300])
+        for i in ids:
+            if types[i - 1] is not None:
+                raise SymroofError(f"{lin.where}: field {key!r}: layer {i} is listed twice")
+            types[i - 1] = kind
+    missing = [i + 1 for i, t in enumerate(types) if t is None]
+    if missing:
+        raise SymroofError(f"{lin.where}: fields 'full_attn_layers' and 'kda_layers' leave "
+                           f"layers {missing[:8]} uncovered: the layer pattern must cover "
+                           "every layer")
+    return [str(t) for t in types]
+
+
+def _kimi_mlp_types(f: Fields, layers: int) -> list[str]:
+    """``mlp_layer_types`` (dense or sparse), else the first ``first_k_dense_replace``
+    (default 1) layers dense."""
+    types = f.cfg.get("mlp_layer_types")
+    if types is None:
+        first = f.count("first_k_dense_replace", 1)
+        return ["dense" if i < first else "sparse" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or any(
+            t not in ("dense", "sparse") for t in types):
+        raise SymroofError(f"{f.where}: field 'mlp_layer_types' must list {layers} entries of "
+                           f"dense or sparse, got {types!r}"[:300])
+    return types
+
+
+def _kimi_linear(f: Fields, label: str) -> HybridModel:
+    """Kimi-Linear: Kimi Delta Attention (a gated DeltaNet whose decay is per key channel,
+    ``decay="channel"``) and multi-head latent attention without rotary (transformers 5.24
+    applies none: ``mla_use_nope``), DeepSeek-V3's experts with shared experts after the
+    first dense layers."""
+    lin = _kimi_sub(f)
+    for key, why in _KIMI_REFUSED.items():
+        if f.given(key):
+            raise SymroofError(f"{f.where}: field {key!r} is set: {why}")
+    for key, why in _KIMI_LINEAR_REFUSED.items():
+        if lin.given(key):
+            raise SymroofError(f"{lin.where}: field {key!r} is set: {why} is not modelled")
+    if f.cfg.get("mla_use_nope", True) is not True:
+        raise SymroofError(f"{f.where}: field 'mla_use_nope' {f.cfg.get('mla_use_nope')!r}: "
+                           "rotary latent attention in Kimi-Linear is not modelled "
+                           "(transformers 5.24 applies no rotary)")
+    act = f.cfg.get("hidden_act", "silu")
+    if act != "silu":
+        raise SymroofError(f"{f.where}: field 'hidden_act' {act!r}: only silu is modelled "
+                           "(the conv's activation and the MLPs')")
+    router = f.cfg.get("moe_router_activation_func", "sigmoid")
+    if router != "sigmoid":
+        raise SymroofError(f"{f.where}: field 'moe_router_activation_func' {router!r}: "
+                           "only sigmoid is modelled")
+    if f.cfg.get("moe_layer_freq", 1) != 1:
+        raise SymroofError(f"{f.where}: field 'moe_layer_freq' {f.cfg.get('moe_layer_freq')!r}"
+                           ": only 1 (experts on every layer after the dense ones) is modelled")
+    layers = f.layers("num_hidden_layers")
+    types = _kimi_types(f, lin, layers)
+    mlps = _kimi_mlp_types(f, layers)
+    d, heads = f.dim("hidden_size"), f.dim("num_attention_heads")
+    kv_heads = f.dim("num_key_value_heads", heads)
+    if kv_heads != heads:
+        raise SymroofError(f"{f.where}: field 'num_key_value_heads' {kv_heads}: latent "
+                           f"attention keeps every head (expected {heads}, "
+                           "num_attention_heads)")
+
+    def alias(new: str, old: str, default: int, positive: bool = True) -> int:
+        key = new if f.cfg.get(new) is not None else old  # transformers' attribute_map
+        return f.dim(key, default) if positive else f.count(key, default)
+
+    hd = lin.dim("head_dim", f.dim("linear_head_dim", 128))
+    nh = lin.dim("num_heads", f.dim("linear_num_heads", 32))
+    conv = lin.dim("short_conv_kernel_size", f.dim("linear_conv_kernel_dim", 4))
+    # the state is kept in float32 whatever the model's precision: transformers 5.24 casts
+    # it (update_recurrent_state(state.to(float32))), as FLA's chunk_kda returns it
+    kda = GatedDeltaNet(nh, hd, nh, hd, conv_kernel=conv, chunk=64, decay="channel",
+                        decay_rank=hd, out_gate_rank=hd, out_gate="sigmoid",
+                        state_bytes=bytes_per_value("fp32"))
+    extra: dict[str, Any] = {}
+    if "sparse" in mlps:
+        experts = alias("num_experts", "num_local_experts", 256)
+        if experts == 1:
+            raise SymroofError(f"{f.where}: field 'num_experts' 1: a mixture of one expert is "
+                               "not modelled")
+        extra = dict(experts=experts,
+                     experts_per_token=alias("num_experts_per_token", "num_experts_per_tok", 8),
+                     expert_d_ff=f.dim("moe_intermediate_size", 1024))
+        shared = alias("num_shared_experts", "n_shared_experts", 1, positive=False)
+        if shared:
+            extra["shared_d_ff"] = shared * extra["expert_d_ff"]
+        if extra["expert_d_ff"] == f.dim("intermediate_size", 9216):
+            del extra["expert_d_ff"]
+    kinds = [("attention" if t == "full_attention" else "deltanet",
+              "moe" if m == "sparse" else "dense") for t, m in zip(types, mlps)]
+    bias = f.flag("attention_bias", False)
+    model = hybrid(name=label, layers=layers, d_model=d, heads=heads, kv_heads=heads,
+                   d_ff=f.dim("intermediate_size", 9216), vocab=f.dim("vocab_size"),
+                   mlp="gated", norm="rmsnorm", positions=None, qkv_bias=bias,
+                   latent=latent_of(f), deltanet=kda,
+                   tied_embeddings=f.flag("tie_word_embeddings", False),
+                   groups=pattern_groups(kinds, moe_model=bool(extra),
+                                         what=f"{f.where} layer pattern"), **extra)
+    out = model.replace(o_bias=bias)
+    assert isinstance(out, HybridModel)  # replace keeps the class
+    return out

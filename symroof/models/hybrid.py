@@ -134,7 +134,21 @@ class GatedDeltaNet:
     """A gated DeltaNet mixer's widths (Qwen3-Next's linear attention): ``key_heads`` of
     ``key_dim`` for q and k, ``value_heads`` of ``value_dim`` for v and z (the state is
     key_dim x value_dim per value head), a causal conv of ``conv_kernel`` taps over q, k,
-    v, chunks of ``chunk`` in prefill, and the conventions in ``choices``."""
+    v, chunks of ``chunk`` in prefill, and the conventions in ``choices``.
+
+    The decay gate's shape is the named option ``decay``: ``"head"`` (default; Qwen3-Next,
+    OLMo-Hybrid: one decay per value head and token, from a projection D -> H_v) or
+    ``"channel"`` (Kimi Delta Attention: one per key channel of each value head, from a
+    low-rank path D -> ``decay_rank`` -> H_v d_k plus a bias per channel). The output
+    gate is a full projection D -> H_v d_v (``out_gate_rank`` None, default) or a
+    low-rank path through ``out_gate_rank`` (Kimi), its activation ``out_gate`` SiLU
+    (default) or sigmoid (Kimi).
+
+    >>> kda = GatedDeltaNet(32, 128, 32, 128, decay="channel", decay_rank=128,
+    ...                     out_gate_rank=128, out_gate="sigmoid")
+    >>> kda.decay, kda.decay_rank
+    ('channel', 128)
+    """
 
     key_heads: sp.Expr
     key_dim: sp.Expr
@@ -146,14 +160,43 @@ class GatedDeltaNet:
     state_bytes: sp.Expr | None = None
     conv_state_bytes: sp.Expr | None = None
     choices: ScanChoices = ScanChoices()
+    decay: str = "head"                   # DECAY_GATES: the decay gate's shape
+    decay_rank: sp.Expr | None = None     # the channel decay's low-rank width (Kimi: d_k)
+    out_gate_rank: sp.Expr | None = None  # None: z a full projection; else low-rank (Kimi)
+    out_gate: str = "silu"                # OUT_GATES: the output gate's activation
 
     def __post_init__(self) -> None:
         _check_mixer(self, "deltanet", ("key_heads", "key_dim", "value_heads", "value_dim",
                                         "conv_kernel", "chunk"), ("conv_bias",))
+        _check_kda(self)
         if self.key_heads.is_number and self.value_heads.is_number and \
                 self.value_heads % self.key_heads:
             raise SymroofError(f"deltanet linear_num_key_heads {self.key_heads}: does not "
                                f"divide the {self.value_heads} value heads")
+
+
+#: A gated DeltaNet's decay gate shapes: one per value head (Qwen3-Next), one per key
+#: channel of each value head (Kimi Delta Attention).
+DECAY_GATES = ("head", "channel")
+#: Activations of a gated DeltaNet's output gate: SiLU (Qwen3-Next), sigmoid (Kimi).
+OUT_GATES = ("silu", "sigmoid")
+
+
+def _check_kda(s: GatedDeltaNet) -> None:
+    """The Kimi Delta Attention options of a :class:`GatedDeltaNet`: the decay's shape
+    and rank, the output gate's rank and activation."""
+    if s.decay not in DECAY_GATES:
+        raise SymroofError(f"deltanet decay {s.decay!r}: expected one of "
+                           f"{', '.join(DECAY_GATES)}")
+    if s.out_gate not in OUT_GATES:
+        raise SymroofError(f"deltanet out_gate {s.out_gate!r}: expected one of "
+                           f"{', '.join(OUT_GATES)}")
+    if (s.decay == "channel") != (s.decay_rank is not None):
+        raise SymroofError("deltanet decay_rank: expected a width with decay='channel' (its "
+                           "low-rank path) and none with decay='head'")
+    for f in ("decay_rank", "out_gate_rank"):
+        if getattr(s, f) is not None:
+            object.__setattr__(s, f, as_dim(getattr(s, f), f"deltanet {f}"))
 
 
 @dataclass(frozen=True)
@@ -277,7 +320,9 @@ class HybridModel(TransformerModel):
             if t.kind != Kind.WEIGHT or (not input_embedding and (
                     t.name == "pos_embed" or (t.name == "embed" and not self.tied_embeddings))):
                 continue
-            routed = len(t.shape) == 3 and "conv_" not in t.name  # (experts, d_in, d_out)
+            # (experts, d_in, d_out); latent attention's absorbed W_uk, W_uv are (heads, ., .)
+            routed = len(t.shape) == 3 and "conv_" not in t.name and \
+                not t.name.endswith(("W_uk", "W_uv"))
             share = self.experts_per_token / self.experts if active and routed else 1
             total.append(g.count(t) * t.numel * share)
         return sp.expand(sp.Add(*total))

@@ -58,7 +58,8 @@ HEAD_VIEWS = MappingProxyType({
 #: Weights kept whole on every device: the router and the shared expert's gate (small,
 #: and every device needs their full output), latent attention's down-projections (the
 #: latent and the rotary key are shared by all heads).
-REPLICATED = frozenset({"W_router", "W_shared_gate", "W_dq", "W_dkv", "W_kr"})
+REPLICATED = frozenset({"W_router", "W_shared_gate", "W_dq", "W_dkv", "W_kr",
+                        "W_fa", "W_ga"})  # Kimi's low-rank gates: down-projections whole
 
 #: Weights whose columns are KV heads: split over min(t, G) devices, not t.
 KV_WEIGHTS = frozenset({"W_k", "W_v"})
@@ -99,7 +100,8 @@ MAMBA1_AXES = MappingProxyType({
 })
 #: Gated DeltaNet layers split their key heads and with them their value heads, as vLLM's
 #: Qwen3-Next GatedDeltaNet does (q, k, v, z, b, a projections and the conv by columns,
-#: each head's state, gates and norm on one device, the out-projection by rows).
+#: each head's state, gates and norm on one device, the out-projection by rows); Kimi
+#: Delta Attention as vLLM's KimiDeltaAttention (f_a, g_a whole, f_b, g_b by columns).
 DELTA_AXES = MappingProxyType({
     **{f"conv_window_{p}": 0 for p in "qkv"}, **{f"conv_{p}": 0 for p in "qkv"},
     **{f"conv_{p}.weight": 0 for p in "qkv"}, **{f"conv_{p}.bias": 0 for p in "qkv"},
@@ -112,6 +114,7 @@ DELTA_AXES = MappingProxyType({
         "update", "chunk_decay", "passing", "w_state", "v_new", "q_decay", "q_state",
         "intra", "out", "y", "heads", "merge")},
     "z_heads": 2, "gated_norm": 2, "step_y": 2,
+    "decay_heads": 2, "delta_kb_scaled": 2, "delta_k_scaled": 2, "delta_q_scaled": 2,  # Kimi
     **{f"step_{n}": 1 for n in ("q", "k", "v", "g", "beta", "k_heads", "q_heads", "decay",
                                 "read_k", "delta", "outer", "update", "read_q")},
     "ssm_state": 1, "ssm_state_write": 1,

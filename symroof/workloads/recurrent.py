@@ -537,6 +537,14 @@ class DeltaShape(ConvShape, Protocol):
     def chunk(self) -> sp.Expr: ...
     @property
     def state_bytes(self) -> sp.Expr | None: ...
+    @property
+    def decay(self) -> str: ...                     # "head" or "channel" (Kimi)
+    @property
+    def decay_rank(self) -> sp.Expr | None: ...     # the channel decay's low-rank width
+    @property
+    def out_gate_rank(self) -> sp.Expr | None: ...  # None: z a full projection
+    @property
+    def out_gate(self) -> str: ...                  # "silu" or "sigmoid" (Kimi)
 
 
 def deltanet_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
@@ -547,7 +555,12 @@ def deltanet_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     state of d_k x d_v per value head, S = exp(g) S + beta k (v - exp(g) S^T k)^T,
     o = S^T q (decode: one step; prefill: chunks of Q in the WY form, see
     :func:`deltanet_flops_per_token`); a gated RMSNorm over each head's d_v with z; the
-    out-projection H_v d_v -> D."""
+    out-projection H_v d_v -> D.
+
+    Kimi Delta Attention (``decay="channel"``): no z and a projections; the decay is
+    g = -exp(A) softplus(f + dt_bias) per key channel, f from the low-rank path
+    D -> r -> H_v d_k (``decay_rank``); the output gate comes through D -> r' -> H_v d_v
+    (``out_gate_rank``) with a sigmoid (``out_gate``); the state is decayed per row."""
     s = getattr(b.m, "deltanet", None)
     if not isinstance(s, DeltaShape):
         raise SymroofError(f"model {b.m.name!r} deltanet: a deltanet layer group needs the "
@@ -557,21 +570,37 @@ def deltanet_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     q = b.linear(h, "W_q", m.d_model, hk * dk, "q_proj", False)
     k = b.linear(h, "W_k", m.d_model, hk * dk, "k_proj", False)
     v = b.linear(h, "W_v", m.d_model, hv * dv, "v_proj", False)
-    z = b.linear(h, "W_z", m.d_model, hv * dv, "z_proj", False)
+    if s.out_gate_rank is None:
+        z = b.linear(h, "W_z", m.d_model, hv * dv, "z_proj", False)
+    else:  # Kimi: g_a_proj, g_b_proj
+        z = b.linear(b.linear(h, "W_ga", m.d_model, s.out_gate_rank, "g_a_proj", False),
+                     "W_gb", s.out_gate_rank, hv * dv, "g_b_proj", False)
     beta = b.linear(h, "W_b", m.d_model, hv, "b_proj", False)
-    a = b.linear(h, "W_a", m.d_model, hv, "a_proj", False)
+    channel = s.decay == "channel"
+    if channel:  # Kimi: f_a_proj, f_b_proj (a decay per key channel of each value head)
+        assert s.decay_rank is not None  # GatedDeltaNet checks it
+        a = b.linear(b.linear(h, "W_fa", m.d_model, s.decay_rank, "f_a_proj", False),
+                     "W_fb", s.decay_rank, hv * dk, "f_b_proj", False)
+    else:
+        a = b.linear(h, "W_a", m.d_model, hv, "a_proj", False)
     q = _conv(b, s, q, "q", hk * dk, batch, seq, decode)
     k = _conv(b, s, k, "k", hk * dk, batch, seq, decode)
     v = _conv(b, s, v, "v", hv * dv, batch, seq, decode)
-    gate = g.elementwise(a, b.weight("dt_bias", (hv,)), b.weight("A_log", (hv,)),
-                         name=b.n("decay"), flops_per_element=4)
+    if channel:  # per head: A; per key channel: dt_bias
+        a = g.view(a, (batch, seq, hv, dk), name=b.n("decay_heads"))
+        gate = g.elementwise(a, b.weight("dt_bias", (hv, dk)), b.weight("A_log", (hv, 1)),
+                             name=b.n("decay"), flops_per_element=4)
+    else:
+        gate = g.elementwise(a, b.weight("dt_bias", (hv,)), b.weight("A_log", (hv,)),
+                             name=b.n("decay"), flops_per_element=4)
     beta = g.elementwise(beta, name=b.n("beta"), flops_per_element=2)
     step = _delta_step if decode else _delta_chunked
     y = step(b, s, q, k, v, gate, beta, batch, seq)
     y = g.view(y, (batch, seq, hv, dv), name=b.n("delta_heads"))
     y = g.elementwise(y, g.view(z, (batch, seq, hv, dv), name=b.n("z_heads")),
                       b.weight("delta_norm.weight", (dv,)), name=b.n("gated_norm"),
-                      flops_per_element=b.fl.silu + b.fl.gate + b.fl.rmsnorm)
+                      flops_per_element=(b.fl.silu if s.out_gate == "silu" else b.fl.silu - 1)
+                      + b.fl.gate + b.fl.rmsnorm)  # a sigmoid: SiLU less its product
     y = g.view(y, (batch, seq, hv * dv), name=b.n("delta_merge"))
     return b.linear(y, "W_out", hv * dv, m.d_model, "out_proj", False)
 
@@ -611,24 +640,40 @@ def _delta_chunked(b: Builder, s: DeltaShape, q: Tensor, k: Tensor, v: Tensor, g
             g.move(t, name=b.n(name), shape=shape, read_fraction=sp.Min(1, size / t.numel))
         return keep(out)
 
+    channel = s.decay == "channel"  # Kimi: the decay per key channel (width gw)
+    gw = dk if channel else sp.Integer(1)
     q6 = v_(q, (*lead, 1, qc, dk), "delta_q")
     k6 = v_(k, (*lead, 1, qc, dk), "delta_k")
     v6 = v_(v, (*lead, per, qc, dv), "delta_v")
-    gd = v_(gate, (*lead, per, qc, 1), "delta_g")
+    gd = v_(gate, (*lead, per, qc, gw), "delta_g")
     bt = v_(beta, (*lead, per, qc, 1), "delta_beta")
     cum = keep(g.elementwise(gd, name=b.n("delta_cumsum"), flops_per_element=2))
-    cum_s = keep(g.move(cum, name=b.n("delta_decay_s"), shape=(*lead, per, 1, qc)))
     kh = keep(g.move(k6, name=b.n("delta_k_heads"), shape=(*lead, per, qc, dk)))
     qh = keep(g.move(q6, name=b.n("delta_q_heads"), shape=(*lead, per, qc, dk)))
     kb = keep(g.elementwise(kh, bt, name=b.n("delta_k_beta"), flops_per_element=1))
     vb = keep(g.elementwise(v6, bt, name=b.n("delta_v_beta"), flops_per_element=1))
+    if channel:
+        # a decay per channel does not factor out of a pair's dot product: the kernels
+        # (FLA's chunk_kda) scale q, k_beta by exp(G_i) and k by exp(-G_j) per channel
+        # before the same two score GEMMs, then mask
+        kq, kk = (keep(g.elementwise(t, cum, name=b.n(f"delta_{n}_scaled"),
+                                     flops_per_element=2)) for t, n in ((kb, "kb"), (kh, "k")))
+        qq = keep(g.elementwise(qh, cum, name=b.n("delta_q_scaled"), flops_per_element=2))
+    else:
+        kq, kk, qq = kb, kh, qh
     # the scores per value head (k_beta carries beta; q and k repeated to the value heads,
     # as Qwen3-Next does before its kernels)
-    a_sys = keep(g.gemm(kb, kh, transpose_b=True, work_fraction=frac, name=b.n("delta_kk")))
-    qk = keep(g.gemm(qh, kh, transpose_b=True, work_fraction=frac, name=b.n("delta_qk")))
-    t_sys = keep(g.elementwise(a_sys, cum, cum_s, name=b.n("delta_T"), flops_per_element=3))
-    attn = keep(g.elementwise(qk, cum, cum_s, name=b.n("delta_attn"),
-                              shape=(*lead, per, qc, qc), flops_per_element=3))
+    a_sys = keep(g.gemm(kq, kk, transpose_b=True, work_fraction=frac, name=b.n("delta_kk")))
+    qk = keep(g.gemm(qq, kk, transpose_b=True, work_fraction=frac, name=b.n("delta_qk")))
+    if channel:  # the decays are in the scores already: the masks only
+        t_sys = keep(g.elementwise(a_sys, name=b.n("delta_T"), flops_per_element=1))
+        attn = keep(g.elementwise(qk, name=b.n("delta_attn"), flops_per_element=1))
+    else:
+        cum_s = keep(g.move(cum, name=b.n("delta_decay_s"), shape=(*lead, per, 1, qc)))
+        t_sys = keep(g.elementwise(a_sys, cum, cum_s, name=b.n("delta_T"),
+                                   flops_per_element=3))
+        attn = keep(g.elementwise(qk, cum, cum_s, name=b.n("delta_attn"),
+                                  shape=(*lead, per, qc, qc), flops_per_element=3))
     # (I + T)^-1 applied to v_beta and to the decayed k_beta: forward substitutions over
     # the strictly lower T, Q(Q-1)/2 multiply-adds per column ("exact"), Q^2/2 ("half"),
     # a dense Q x Q product ("none"); transformers' torch path calls
@@ -641,7 +686,7 @@ def _delta_chunked(b: Builder, s: DeltaShape, q: Tensor, k: Tensor, v: Tensor, g
     # the chunk loop: the state each chunk starts from, read by w and q, updated by k^T v
     kd = keep(g.elementwise(kh, cum, name=b.n("delta_k_end"), flops_per_element=2))
     upd = keep(g.gemm(kd, u, transpose_a=True, name=b.n("delta_update")))  # (d_k x d_v)
-    last = keep(g.move(cum, name=b.n("delta_chunk_decay"), shape=(*lead, per, 1, 1),
+    last = keep(g.move(cum, name=b.n("delta_chunk_decay"), shape=(*lead, per, gw, 1),
                        read_fraction=1 / qc))
     start = keep(g.elementwise(upd, last, name=b.n("delta_passing"), flops_per_element=2))
     ws = keep(g.gemm(w, start, name=b.n("delta_w_state")))
@@ -669,7 +714,8 @@ def _delta_step(b: Builder, s: DeltaShape, q: Tensor, k: Tensor, v: Tensor, gate
     ops = [g.view(q, (batch, hk, 1, 1, dk), name=b.n("step_q")),
            g.view(k, (batch, hk, 1, 1, dk), name=b.n("step_k")),
            g.view(v, (batch, hk, per, 1, dv), name=b.n("step_v")),
-           g.view(gate, (batch, hk, per, 1, 1), name=b.n("step_g")),
+           g.view(gate, (batch, hk, per, dk if s.decay == "channel" else 1, 1),
+                  name=b.n("step_g")),  # Kimi: a decay per row (key channel) of the state
            g.view(beta, (batch, hk, per, 1, 1), name=b.n("step_beta"))]
     qv, kv, vv, gv, bv = ops
     kh = g.move(kv, name=b.n("step_k_heads"), shape=(batch, hk, per, 1, dk))

@@ -92,6 +92,15 @@ def specs() -> list[tuple[str, str, dict]]:
               linear_num_value_heads=4, linear_value_head_dim=8,
               pad_token_id=0, eos_token_id=1,
               layer_types=["linear_attention", "full_attention", "linear_attention"])),
+        ("kimi_linear", "KimiLinearConfig",
+         dict(_ATTN, num_key_value_heads=4, num_hidden_layers=4, kv_lora_rank=16,
+              qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8, q_lora_rank=None,
+              linear_num_heads=4, linear_head_dim=8, linear_conv_kernel_dim=4,
+              num_local_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+              n_shared_experts=1, n_group=1, topk_group=1, first_k_dense_replace=1,
+              pad_token_id=0, bos_token_id=1, eos_token_id=2,
+              layer_types=["linear_attention", "linear_attention", "full_attention",
+                           "linear_attention"])),
     ]
 
 
@@ -148,7 +157,9 @@ def _cache(output):
 SHAPES = {"qwen3_next": [(1, 64), (2, 70)], "olmo_hybrid": [(1, 64), (2, 70)],
           # MiniMax's torch path computes a last partial block at its size (symroof pads it
           # whole, as the SSD): whole blocks of 4
-          "minimax": [(1, 8), (2, 12)]}
+          "minimax": [(1, 8), (2, 12)],
+          # Kimi Delta Attention's torch path chunks by 64 as the gated DeltaNet's does
+          "kimi_linear": [(1, 64), (2, 70)]}
 
 
 def record_model(name: str, cls_name: str, kwargs: dict) -> list[dict]:
