@@ -38,6 +38,7 @@ from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec
 from symroof.ir import as_expr
 from symroof.models.hybrid import HybridModel
+from symroof.options import ExpertReads
 from symroof.precision import Precision
 from symroof.solve import Crossings, Crossover, crossover, limit
 from symroof.symbols import B, S, b, dim
@@ -87,15 +88,18 @@ def all_attention(model: HybridModel) -> HybridModel:
     return out
 
 
-def decode_bytes(model: HybridModel, *, batch: object = B) -> list[Crossover]:
+def decode_bytes(model: HybridModel, *, batch: object = B,
+                 expert_reads: ExpertReads | str = ExpertReads.EXPECTED) -> list[Crossover]:
     """Contexts S where a decode step of ``model`` moves as many bytes as one of
     :func:`all_attention` (weights, K and V, states; the seeds' decode traffic); none, with
-    the reason, for a model without attention layers."""
+    the reason, for a model without attention layers. A mixture of experts reads
+    ``expert_reads`` of its experts (as :func:`symroof.workloads.decode`)."""
     m = _hybrid(model, "decode_bytes")
     if m.attention_layers == 0:
         return Crossings([], reason=_NO_ATTENTION)
-    mine = decode(m, batch, context=S, logits="none").bytes
-    other = decode(all_attention(m), batch, context=S, logits="none").bytes
+    mine = decode(m, batch, context=S, logits="none", expert_reads=expert_reads).bytes
+    other = decode(all_attention(m), batch, context=S, logits="none",
+                   expert_reads=expert_reads).bytes
     return crossover(mine, other, S)
 
 
@@ -108,12 +112,19 @@ def state_vs_kv(model: HybridModel) -> list[Crossover]:
     return crossover(m.attention_kv_bytes(S), m.state_bytes_per_sequence, S)
 
 
-def decode_intensity(model: HybridModel, *, context: object = S) -> tuple[sp.Expr, sp.Expr]:
+def decode_intensity(model: HybridModel, *, context: object = S,
+                     expert_reads: ExpertReads | str = ExpertReads.EXPECTED
+                     ) -> tuple[sp.Expr, sp.Expr]:
     """The decode intensity as the batch B grows without bound, for ``model`` and for
-    :func:`all_attention` (FLOPs over bytes per sequence: weights drop out)."""
+    :func:`all_attention` (FLOPs over bytes per sequence: weights drop out). A mixture of
+    experts reads ``expert_reads`` of its experts; where the limit of the expected reads
+    is beyond the solver (many experts), ``"all"`` gives the same limit (every expert is
+    read as B grows) in closed form."""
     m = _hybrid(model, "decode_intensity")
-    return (limit(decode(m, B, context=context, logits="none").intensity, B),
-            limit(decode(all_attention(m), B, context=context, logits="none").intensity, B))
+    mine, other = (limit(decode(x, B, context=context, logits="none",
+                                expert_reads=expert_reads).intensity, B)
+                   for x in (m, all_attention(m)))
+    return mine, other
 
 
 def chunk_crossover(model: HybridModel, *, ridge: object = RIDGE,
@@ -148,9 +159,12 @@ class HybridCrossovers:
 
 def hybrid_crossovers(model: HybridModel, hardware: HardwareSpec | str | None = None, *,
                       precision: Precision | str = Precision.BF16,
-                      batch: object = B) -> HybridCrossovers:
+                      batch: object = B,
+                      expert_reads: ExpertReads | str = ExpertReads.EXPECTED
+                      ) -> HybridCrossovers:
     """Every crossover of ``model``; with ``hardware``, ``b`` is the precision's bytes and
-    the chunk crossover uses the chip's ridge at that precision."""
+    the chunk crossover uses the chip's ridge at that precision. A mixture of experts
+    reads ``expert_reads`` of its experts in each decode step."""
     m = _hybrid(model, "hybrid_crossovers")
     ridge: object = RIDGE
     values: dict[sp.Symbol, object] = {}
@@ -159,7 +173,7 @@ def hybrid_crossovers(model: HybridModel, hardware: HardwareSpec | str | None = 
         prec = Precision.parse(precision)
         ridge = spec.ridge(prec.value)
         values = {b: prec.bytes}
-    lim, att = decode_intensity(m)
+    lim, att = decode_intensity(m, expert_reads=expert_reads)
 
     def at(xs: list[Crossover]) -> tuple[Crossover, ...]:  # (a reason survives as none)
         out = []
@@ -172,6 +186,6 @@ def hybrid_crossovers(model: HybridModel, hardware: HardwareSpec | str | None = 
         return tuple(out)
 
     return HybridCrossovers(
-        m.name, at(decode_bytes(m, batch=batch)), at(state_vs_kv(m)),
+        m.name, at(decode_bytes(m, batch=batch, expert_reads=expert_reads)), at(state_vs_kv(m)),
         lim.subs(values), att.subs(values),
         at(chunk_crossover(m, ridge=ridge)) if m.ssm is not None else ())

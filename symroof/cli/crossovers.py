@@ -26,9 +26,10 @@ from typing import Any
 import sympy as sp
 
 from symroof.cli.base import Command, Output
-from symroof.cli.common import add_format, check_format, parse_sets
+from symroof.cli.common import add_format, check_format, choices, parse_sets
 from symroof.errors import SymroofError
 from symroof.models.hybrid import HybridModel
+from symroof.options import ExpertReads
 from symroof.precision import DEFAULT, Precision
 from symroof.present.commands import dumps, formula
 from symroof.present.numbers import json_number, text_number
@@ -57,6 +58,12 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", metavar="NAME=V",
                    help="B (sequences) and S (context) the numbers are taken at (one value "
                    "each)")
+    p.add_argument("--expert-reads", dest="expert_reads", default=ExpertReads.EXPECTED.value,
+                   choices=choices(ExpertReads),
+                   help="a mixture of experts: routed experts a decode step reads (default "
+                   "expected: E(1 - (1 - k/E)^B) under uniform routing; all: every expert, "
+                   "the same limit as B grows, in closed form where the expected one is "
+                   "beyond the solver)")
     add_format(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -134,7 +141,8 @@ class _Result:
         elif args.precision is not None:
             raise SymroofError(f"--precision {args.precision}: sets b and the ridge of "
                                "--hardware; give a chip too")
-        self.x = hybrid_crossovers(self.model, self.chip, precision=self.precision)
+        self.x = hybrid_crossovers(self.model, self.chip, precision=self.precision,
+                                   expert_reads=args.expert_reads)
         self.limits = {name: limit(expr, S) for name, expr in
                        (("hybrid", self.x.intensity_limit),
                         ("all_attention", self.x.attention_intensity_limit))}

@@ -106,3 +106,24 @@ def test_a_model_without_attention_has_no_attention_crossovers(capsys, tmp_path)
     m = from_hf_config(str(path))
     for found in (decode_bytes(m), state_vs_kv(m)):
         assert found == [] and "no attention layers" in found.reason
+
+
+def test_many_experts_take_the_expert_reads_option(capsys, tmp_path):
+    """A hybrid mixture of 256 experts (the recorded tiny Kimi-Linear, its experts set to
+    Kimi-Linear-48B's 256 top-8): the expected reads' limit as B grows is beyond the
+    solver, and the error names ``--expert-reads``; with ``all`` (every expert read, the
+    same limit as B grows) the intensity limit is the per-sequence F/Q of the decode
+    graph with every expert read, computed here from the graph."""
+    import json
+    data = json.loads((Path(__file__).parents[1] / "fixtures" / "hybrid_flops.json").read_text())
+    cfg = next(e["config"] for e in data["entries"] if e["model"] == "kimi_linear")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**cfg, "model_type": "kimi_linear", "num_experts": 256,
+                                "num_experts_per_token": 8}))
+    assert "--expert-reads all|active" in run_error(capsys, "crossovers", "--model", str(path))
+    doc = run_json(capsys, "crossovers", "--model", str(path), "--expert-reads", "all")
+    m = from_hf_config(str(path))
+    f = decode(m, B, context=S, logits="none", expert_reads="all")
+    per_seq = sp.diff(f.flops, B) / sp.diff(f.bytes, B)
+    got = doc["decode_intensity"]["hybrid"]["formula"]
+    assert sp.cancel(sp.sympify(got, locals={"S": S, "b": b}) - per_seq) == 0  # our own JSON
