@@ -92,6 +92,14 @@ def specs() -> list[tuple[str, str, dict]]:
               linear_num_value_heads=4, linear_value_head_dim=8,
               pad_token_id=0, eos_token_id=1,
               layer_types=["linear_attention", "full_attention", "linear_attention"])),
+        # shared blocks: 2 alternating over 3 hybrid layers, LoRA adapters on Q, K, V
+        # and gate/up, rotary in the shared attention
+        ("zamba2", "Zamba2Config",
+         dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, vocab_size=100,
+              n_mamba_heads=8, mamba_d_state=16, mamba_ngroups=2, chunk_size=CHUNK,
+              num_hidden_layers=5, num_mem_blocks=2, use_shared_attention_adapter=True,
+              adapter_rank=8, use_mem_rope=True,
+              layers_block_type=["mamba", "hybrid", "mamba", "hybrid", "hybrid"])),
     ]
 
 
