@@ -554,9 +554,14 @@ def _zamba2(f: Fields, label: str) -> HybridModel:
                           adapter_rank=f.dim("adapter_rank", 128),
                           attention_adapter=f.flag("use_shared_attention_adapter", False),
                           rope=f.flag("use_mem_rope", False))
+    kv = f.dim("num_key_value_heads", heads)
+    if shared.attention_adapter and kv != heads:
+        raise SymroofError(f"{f.where}: field 'num_key_value_heads' {kv}: the Q, K, V adapters "
+                           f"(use_shared_attention_adapter) add 2 x hidden_size values to K "
+                           f"and V, so it must equal num_attention_heads {heads}")
     kinds = [("zamba" if t == "hybrid" else "mamba2", "none") for t in types]
     return hybrid(name=label, layers=layers, d_model=d, heads=heads,
-                  kv_heads=f.dim("num_key_value_heads", heads), head_dim=2 * d // heads,
+                  kv_heads=kv, head_dim=2 * d // heads,
                   d_ff=f.dim("intermediate_size", 4 * d), vocab=f.dim("vocab_size", 32000),
                   mlp="gated", activation=_ZAMBA2_ACT[act], norm="rmsnorm", positions=None,
                   tied_embeddings=f.flag("tie_word_embeddings", True), ssm=ssm, zamba=shared,

@@ -187,7 +187,8 @@ def _layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Ex
     g, m, fl = b.g, b.m, b.fl
     if grp.mixer == "zamba":  # Zamba2: a shared block, then a Mamba-2 layer (zamba.py)
         return zamba_layer(b, x, grp, batch=batch, seq=seq, context=context, decode=decode,
-                           causal=c.causal, fused=c.fused, unfused=c.unfused)
+                           causal=c.causal, fused=c.fused, unfused=c.unfused,
+                           training=c.dropout)
     x = g.view(x, x.shape, name=b.n("layer_input"))  # each of the layers has its own input
     if m.parallel:
         return _parallel_layer(b, x, grp, batch=batch, seq=seq, context=context,

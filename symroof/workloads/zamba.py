@@ -138,10 +138,15 @@ def _shared_norm(b: Builder, z: SharedBlocks, x: Tensor, name: str, width: sp.Ex
 
 def zamba_layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Expr,
                 context: sp.Expr, decode: bool, causal: object, fused: bool,
-                unfused: object) -> Tensor:
+                unfused: object, training: bool = False) -> Tensor:
     """One Zamba2 hybrid layer on the residual stream ``x``: the shared block on
-    [x, embeddings], this use's linear, then ``x + mamba(norm(x + t))``."""
+    [x, embeddings], this use's linear, then ``x + mamba(norm(x + t))``. ``training``
+    (a training graph, with its dropouts) is refused."""
     g, m, fl = b.g, b.m, b.fl
+    if training:
+        raise SymroofError(f"model {m.name!r}: training graphs of Zamba2 are not modelled "
+                           "(the backward pass does not sum the gradients that the token "
+                           "embeddings and the shared blocks' weights receive at every use)")
     z = getattr(m, "zamba", None)
     if not isinstance(z, SharedBlocks):
         raise SymroofError(f"model {m.name!r} zamba: a zamba layer group needs the shared "
