@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
+from symroof.atlas.hybrid import state_vs_kv
 from symroof.errors import SymroofError
 from symroof.ir import Kind
 from symroof.models import from_hf_dict
@@ -152,3 +153,15 @@ def test_full_size_parameters_match_torch(changes, torch_params):
     d, f, r = 2560, 10240, 128
     block = 2 * d + 3 * (2 * d) ** 2 + 2 * d * d + d + 3 * d * f
     assert 2_687_639_056 - 2_481_848_336 == block + 9 * 3 * 2 * (2 * d * r)
+
+
+def test_state_against_kv_crossover_of_the_default_config():
+    """Zamba2Config's defaults: 54 Mamba-2 layers each hold (I + 2GN) K conv values and
+    H P N state values (I = 5120, G = 1, N = 64, K = 4, 8 heads of 640); the 9 hybrid
+    layers hold K and V 2 x 2560 wide per position: equal at S = 18828288 / 92160."""
+    m = from_hf_dict({"model_type": "zamba2"})
+    state = 54 * ((5120 + 2 * 64) * 4 + 8 * 640 * 64)
+    assert sp.expand(m.state_bytes_per_sequence - state * b) == 0
+    assert sp.expand(m.kv_bytes_per_token - 9 * 2 * 5120 * b) == 0
+    (x,) = state_vs_kv(m)
+    assert x.value == sp.Rational(state, 9 * 2 * 5120) == sp.Rational(2043, 10)
