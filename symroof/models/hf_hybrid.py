@@ -49,6 +49,11 @@ Families (``model_type``, transformers 5.24) and where each reads its layer patt
   each use with its own adapters of ``adapter_rank`` (Q, K, V with
   ``use_shared_attention_adapter``; gate/up always) and its own linear
   (:mod:`symroof.workloads.zamba`); ``add_bias_linear`` true is refused;
+- ``zamba``: Zamba (v1): multi-head Mamba-1 layers (``n_mamba_heads``: x_proj and
+  dt_proj per head, the same FLOPs and parameters as one head's), and one shared block
+  (no adapters, no rotary) at the ``hybrid`` layers of ``layers_block_type`` (default:
+  two Mamba layers, a hybrid one, then ``attn_layer_period`` / ``attn_layer_offset``);
+  ``attention_hidden_size`` other than 2 ``hidden_size`` is refused;
 - ``jamba``: attention where ``layer % attn_layer_period == attn_layer_offset``, Mamba-1
   (:class:`Mamba1`) elsewhere; experts where ``layer % expert_layer_period ==
   expert_layer_offset``, a gated MLP elsewhere; no position embedding.
@@ -84,13 +89,10 @@ __all__ = ["HYBRID_FAMILIES", "REFUSED", "from_hybrid_fields"]
 HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2",
                    "jamba", "mamba", "qwen3_next", "olmo_hybrid", "falcon_mamba",
                    "lfm2_moe", "minimax",
-                   "zamba2")
+                   "zamba2", "zamba")
 
 #: Families with a state-space or linear-attention mixer symroof does not model, and why.
 REFUSED = {
-    "zamba": "its Mamba-1 layers beside one shared attention block reused at every hybrid "
-             "layer (its input the embeddings concatenated to the hidden state) are not "
-             "modelled",
     "kimi_linear": "Kimi Delta Attention (a gated delta rule with a decay per key channel "
                    "from low-rank projections) beside latent (MLA) attention layers is not "
                    "modelled",
@@ -226,8 +228,8 @@ def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
         return _lfm2(f, label, moe=kind == "lfm2_moe")
     if kind == "minimax":
         return _minimax(f, label)
-    if kind == "zamba2":
-        return _zamba2(f, label)
+    if kind in ("zamba2", "zamba"):
+        return _zamba2(f, label) if kind == "zamba2" else _zamba(f, label)
     if kind in ("qwen3_next", "olmo_hybrid"):
         return _qwen3_next(f, label) if kind == "qwen3_next" else _olmo_hybrid(f, label)
     if kind in ("jamba", "mamba", "falcon_mamba"):
@@ -565,5 +567,47 @@ def _zamba2(f: Fields, label: str) -> HybridModel:
                   d_ff=f.dim("intermediate_size", 4 * d), vocab=f.dim("vocab_size", 32000),
                   mlp="gated", activation=_ZAMBA2_ACT[act], norm="rmsnorm", positions=None,
                   tied_embeddings=f.flag("tie_word_embeddings", True), ssm=ssm, zamba=shared,
+                  groups=pattern_groups(kinds, moe_model=False,
+                                        what=f"{f.where} layer pattern"))
+
+
+def _zamba(f: Fields, label: str) -> HybridModel:
+    """Zamba (v1, transformers 5.24's ``ZambaConfig`` defaults)."""
+    layers = f.layers("num_hidden_layers") if f.cfg.get("num_hidden_layers") is not None \
+        else 76
+    d = f.dim("hidden_size", 3712)
+    if f.dim("attention_hidden_size", 2 * d) != 2 * d:
+        raise SymroofError(f"{f.where}: field 'attention_hidden_size' must be 2 x hidden_size "
+                           f"= {2 * d} (the hidden state and the embeddings concatenated)")
+    types = f.cfg.get("layers_block_type", f.cfg.get("layer_types"))
+    if types is None:
+        period, offset = f.dim("attn_layer_period", 6), f.count("attn_layer_offset", 4)
+        types = ["mamba", "mamba", "hybrid"] + [
+            "hybrid" if i % period == offset else "mamba" for i in range(layers - 3)]
+    if not isinstance(types, list) or len(types) != layers or any(
+            t not in ("mamba", "linear_attention", "hybrid") for t in types):
+        raise SymroofError(f"{f.where}: field 'layers_block_type' must list {layers} entries "
+                           f"of mamba (linear_attention) or hybrid, got {types!r}"[:300])
+    heads, ssm_heads = f.dim("num_attention_heads", 16), f.dim("n_mamba_heads", 2)
+    inner = f.dim("mamba_expand", 2) * d
+    if inner % ssm_heads:
+        raise SymroofError(f"{f.where}: field 'n_mamba_heads' {ssm_heads} does not divide the "
+                           f"mixer's inner width mamba_expand x hidden_size = {inner}")
+    act = f.cfg.get("hidden_act", "gelu")
+    if act not in _ZAMBA2_ACT:
+        raise SymroofError(f"{f.where}: field 'hidden_act' {act!r}: expected one of "
+                           f"{', '.join(_ZAMBA2_ACT)}")
+    mixer = Mamba1(inner=inner, state=f.dim("mamba_d_state", 16),
+                   dt_rank=_dt_rank(f, "mamba_dt_rank", d),
+                   conv_kernel=f.dim("mamba_d_conv", 4), conv_bias=f.flag("mamba_conv_bias", True),
+                   proj_bias=f.flag("mamba_proj_bias", False), norms=False)
+    kinds = [("zamba" if t == "hybrid" else "mamba1", "none") for t in types]
+    return hybrid(name=label, layers=layers, d_model=d, heads=heads,
+                  kv_heads=f.dim("num_key_value_heads", 16),
+                  head_dim=f.dim("attention_head_dim", 2 * d // heads),
+                  d_ff=f.dim("intermediate_size", 14848), vocab=f.dim("vocab_size", 32000),
+                  mlp="gated", activation=_ZAMBA2_ACT[act], norm="rmsnorm", positions=None,
+                  tied_embeddings=f.flag("tie_word_embeddings", True), mamba1=mixer,
+                  zamba=SharedBlocks(mlp_adapter=False),
                   groups=pattern_groups(kinds, moe_model=False,
                                         what=f"{f.where} layer pattern"))

@@ -272,8 +272,9 @@ class HybridModel(TransformerModel):
         if not isinstance(self.zamba, SharedBlocks):
             raise SymroofError(f"{where} zamba: zamba layers need the shared blocks "
                                "(SharedBlocks)")
-        if self.ssm is None:
-            raise SymroofError(f"{where} ssm: zamba layers need the Mamba-2 widths")
+        if self.ssm is None and self.mamba1 is None:
+            raise SymroofError(f"{where} ssm: zamba layers need the Mamba-2 (or Mamba-1) "
+                               "widths")
         if any(g.mixer == "zamba" and g.ffn for g in self.groups):
             raise SymroofError(f"{where} layer pattern: a zamba layer's MLP is in its shared "
                                "block (ffn false)")

@@ -15,6 +15,9 @@ weights are declared once with count M (parameters and weight bytes M times a bl
 while every use's ops read them (FLOPs and weight reads per use, as the reference
 re-reads them each time). The per-use adapters and linear are the layer's own.
 
+Zamba (v1) has the same hybrid layer with one shared block, no adapters and no rotary,
+and Mamba-1 layers (``mamba1`` widths) in place of Mamba-2.
+
 Convention named here: the concatenation is a copy (:meth:`Graph.move`) that reads the
 hidden state and the embeddings and writes the 2d-wide input of the norm.
 """
@@ -30,7 +33,7 @@ from symroof.ir import Graph, Kind, Tensor, as_dim
 from symroof.options import Saves
 from symroof.workloads.attention import FLASH_ATTENTION, attention_core, causal_fraction
 from symroof.workloads.builder import Builder, LayerGroup
-from symroof.workloads.recurrent import mamba2_mixer
+from symroof.workloads.recurrent import mamba1_mixer, mamba2_mixer
 
 __all__ = ["SharedBlocks", "zamba_layer"]
 
@@ -174,6 +177,8 @@ def zamba_layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: 
     t = b.linear(y, "W_linear", d, d, "linear", False)     # this use's own projection
     u = g.elementwise(x, t, name=b.n("add_shared"), flops_per_element=fl.residual,
                       linear=True)
-    s = mamba2_mixer(b, b.norm(u, "mamba_norm"), batch=batch, seq=seq, decode=decode)
+    # Zamba2: Mamba-2; Zamba: Mamba-1 (the model's mamba1 widths)
+    mixer = mamba1_mixer if getattr(m, "mamba1", None) is not None else mamba2_mixer
+    s = mixer(b, b.norm(u, "mamba_norm"), batch=batch, seq=seq, decode=decode)
     return g.elementwise(x, s, name=b.n("residual_mamba"), flops_per_element=fl.residual,
                          linear=True)

@@ -134,7 +134,7 @@ def test_olmo_hybrid_norms_over_all_heads_and_optional_rotary():
     assert (m.qk_norm, m.positions, m.attn_output_gate) == ("full", None, False)
 
 
-@pytest.mark.parametrize("kind", ["zamba", "kimi_linear"])
+@pytest.mark.parametrize("kind", ["kimi_linear"])
 def test_unmodelled_families_are_refused_by_name(kind):
     with pytest.raises(SymroofError, match=f"model_type '{kind}' is not modelled: "):
         from_hf_dict({"model_type": kind, **ATTN, "num_hidden_layers": 2})

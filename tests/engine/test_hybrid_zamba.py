@@ -1,4 +1,5 @@
-"""Zamba2: Mamba-2 layers and hybrid layers that run a shared transformer block first.
+"""Zamba2 (and Zamba): Mamba-2 (Mamba-1) layers and hybrid layers that run a shared
+transformer block first.
 
 The shared blocks' weights are counted once (``num_mem_blocks`` of them) in parameters
 and weight bytes, while their FLOPs and weight reads count at every use; each use has its
@@ -126,7 +127,7 @@ def test_grouped_kv_with_attention_adapters_is_refused():
     assert sp.expand(grouped.attention_kv_bytes(1) - HY * 2 * D * b) == 0  # 2 heads of 32
 
 
-def test_parallel_layouts_and_zamba_v1_are_refused_by_name():
+def test_parallel_layouts_and_training_are_refused_by_name():
     m = from_hf_dict(TINY)
     with pytest.raises(SymroofError, match=r"pp 2: .*embeddings"):
         decode(m, 1, past=7, pp=2)
@@ -134,9 +135,6 @@ def test_parallel_layouts_and_zamba_v1_are_refused_by_name():
         prefill(m, 1, 8, tp=2)
     with pytest.raises(SymroofError, match="training graphs of Zamba2"):
         training_graph(m, 1, 8)
-    with pytest.raises(SymroofError, match="model_type 'zamba' is not modelled"):
-        from_hf_dict({"model_type": "zamba", "hidden_size": 64, "num_hidden_layers": 2,
-                      "vocab_size": 100, "num_attention_heads": 4})
 
 
 @pytest.mark.parametrize("changes, torch_params", [
@@ -165,3 +163,35 @@ def test_state_against_kv_crossover_of_the_default_config():
     assert sp.expand(m.kv_bytes_per_token - 9 * 2 * 5120 * b) == 0
     (x,) = state_vs_kv(m)
     assert x.value == sp.Rational(state, 9 * 2 * 5120) == sp.Rational(2043, 10)
+
+
+ZAMBA1 = dict(model_type="zamba", hidden_size=64, intermediate_size=96, num_attention_heads=4,
+              num_key_value_heads=4, vocab_size=100, n_mamba_heads=2, mamba_d_state=8,
+              mamba_dt_rank=8, num_hidden_layers=4,
+              layers_block_type=["mamba", "hybrid", "mamba", "hybrid"])
+
+
+def test_zamba_v1_parameters_by_hand_and_full_size():
+    """Zamba (v1): multi-head Mamba-1 layers (x_proj and dt_proj per head: the same
+    parameters as one head's), one shared block without adapters, a linear per use; the
+    fixture's torch count, and ZambaConfig's defaults (76 layers, 13 hybrid, d 3712) on
+    the meta device: 7,232,490,496."""
+    i, n, r, k = 128, 8, 8, 4
+    mamba = D + D * 2 * i + i * k + i + i * (r + 2 * n) + r * i + i + i * n + i + i * D
+    block = 2 * D + 3 * (2 * D) ** 2 + 2 * D * D + D + 3 * D * F
+    expect = V * D + 4 * mamba + block + 2 * D * D + D
+    m = from_hf_dict(ZAMBA1)
+    assert m.params == expect == 213248
+    assert {e["params"] for e in json.loads(FIXTURE.read_text())["entries"]
+            if e["model"] == "zamba"} == {expect}
+    assert from_hf_dict({"model_type": "zamba"}).params == 7_232_490_496
+    assert (m.attention_layers, m.ssm_layers) == (2, 4)
+
+
+def test_zamba_v1_refusals_name_the_field():
+    with pytest.raises(SymroofError, match="attention_hidden_size"):
+        from_hf_dict({**ZAMBA1, "attention_hidden_size": 96})
+    with pytest.raises(SymroofError, match="n_mamba_heads"):
+        from_hf_dict({**ZAMBA1, "n_mamba_heads": 3})
+    with pytest.raises(SymroofError, match="layers_block_type"):
+        from_hf_dict({**ZAMBA1, "layers_block_type": ["mamba"]})

@@ -100,6 +100,11 @@ def specs() -> list[tuple[str, str, dict]]:
               num_hidden_layers=5, num_mem_blocks=2, use_shared_attention_adapter=True,
               adapter_rank=8, use_mem_rope=True,
               layers_block_type=["mamba", "hybrid", "mamba", "hybrid", "hybrid"])),
+        # Zamba (v1): multi-head Mamba-1 layers, one shared block (no adapters)
+        ("zamba", "ZambaConfig",
+         dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=4,
+              vocab_size=100, n_mamba_heads=2, mamba_d_state=8, mamba_dt_rank=8,
+              num_hidden_layers=4, layers_block_type=["mamba", "hybrid", "mamba", "hybrid"])),
     ]
 
 
