@@ -50,6 +50,19 @@ Families (``model_type``, transformers 5.24) and where each reads its layer patt
 - ``mamba``: every layer a Mamba-1 mixer (:class:`Mamba1`, no dt/B/C norms);
 - ``falcon_mamba``: Mamba's layers with RMSNorms on dt, B and C that have no gains
   (transformers' ``FalconMambaWeightlessRMSNorm``: its ones are a non-persistent buffer);
+- ``zamba2``: ``layers_block_type`` (``mamba`` / ``linear_attention``: a Mamba-2 layer;
+  ``hybrid``: a shared transformer block, then a Mamba-2 layer; default transformers
+  5.24's 54-layer pattern): ``num_mem_blocks`` shared blocks alternate over the hybrid
+  layers (attention over [hidden, embeddings], 2 ``hidden_size`` wide, heads of
+  2 ``hidden_size`` / ``num_attention_heads``; a gated MLP of ``intermediate_size``),
+  each use with its own adapters of ``adapter_rank`` (Q, K, V with
+  ``use_shared_attention_adapter``; gate/up always) and its own linear
+  (:mod:`symroof.workloads.zamba`); ``add_bias_linear`` true is refused;
+- ``zamba``: Zamba (v1): multi-head Mamba-1 layers (``n_mamba_heads``: x_proj and
+  dt_proj per head, the same FLOPs and parameters as one head's), and one shared block
+  (no adapters, no rotary) at the ``hybrid`` layers of ``layers_block_type`` (default:
+  two Mamba layers, a hybrid one, then ``attn_layer_period`` / ``attn_layer_offset``);
+  ``attention_hidden_size`` other than 2 ``hidden_size`` is refused;
 - ``jamba``: attention where ``layer % attn_layer_period == attn_layer_offset``, Mamba-1
   (:class:`Mamba1`) elsewhere; experts where ``layer % expert_layer_period ==
   expert_layer_offset``, a gated MLP elsewhere; no position embedding.
@@ -77,7 +90,7 @@ from typing import Any
 from symroof.errors import SymroofError
 from symroof.models.hf_fields import Fields, latent_of
 from symroof.models.hybrid import (GatedDeltaNet, HybridModel, LightningAttention, Mamba1,
-                                   Mamba2, ShortConv, hybrid, pattern_groups)
+                                   Mamba2, SharedBlocks, ShortConv, hybrid, pattern_groups)
 from symroof.precision import bytes_per_value
 
 __all__ = ["HYBRID_FAMILIES", "REFUSED", "from_hybrid_fields"]
@@ -85,17 +98,12 @@ __all__ = ["HYBRID_FAMILIES", "REFUSED", "from_hybrid_fields"]
 HYBRID_FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2",
                    "jamba", "mamba", "qwen3_next", "olmo_hybrid", "falcon_mamba",
                    "lfm2_moe", "minimax",
-                   "kimi_linear")
+                   "kimi_linear", "zamba2", "zamba")
 
-#: Families with a state-space or linear-attention mixer symroof does not model, and why.
-REFUSED = {
-    "zamba": "its Mamba-1 layers beside one shared attention block reused at every hybrid "
-             "layer (its input the embeddings concatenated to the hidden state) are not "
-             "modelled",
-    "zamba2": "its shared transformer blocks (one block's weights reused at every hybrid "
-              "layer, with per-layer LoRA adapters and the embeddings concatenated to its "
-              "input) are not modelled",
-}
+#: Families with a state-space or linear-attention mixer symroof does not model, and why
+#: (none now: Zamba, Zamba2 and Kimi-Linear, once here, are modelled; kept for a family
+#: transformers adds before symroof reads it).
+REFUSED: dict[str, str] = {}
 
 #: Each family's config.json keys for the Mamba-2 widths: heads, head width, state,
 #: groups, conv taps, chunk, conv bias, projection bias.
@@ -229,6 +237,8 @@ def from_hybrid_fields(cfg: Mapping[str, object], kind: str, label: str,
         return _minimax(f, label)
     if kind == "kimi_linear":
         return _kimi_linear(f, label)
+    if kind in ("zamba2", "zamba"):
+        return _zamba2(f, label) if kind == "zamba2" else _zamba(f, label)
     if kind in ("qwen3_next", "olmo_hybrid"):
         return _qwen3_next(f, label) if kind == "qwen3_next" else _olmo_hybrid(f, label)
     if kind in ("jamba", "mamba", "falcon_mamba"):
@@ -657,3 +667,106 @@ def _kimi_linear(f: Fields, label: str) -> HybridModel:
     out = model.replace(o_bias=bias)
     assert isinstance(out, HybridModel)  # replace keeps the class
     return out
+
+
+#: Zamba2's default layer pattern (transformers 5.24, 54 layers).
+_ZAMBA2_TYPES = (["mamba"] + (["mamba"] * 5 + ["hybrid"]) * 7 + ["mamba"] * 4 + ["hybrid"]
+                 + ["mamba"] * 3 + ["hybrid"] + ["mamba"] * 2)
+_ZAMBA2_ACT = {"gelu": "gelu", "gelu_pytorch_tanh": "gelu", "gelu_new": "gelu", "silu": "silu"}
+
+
+def _zamba2(f: Fields, label: str) -> HybridModel:
+    """Zamba2 (transformers 5.24's ``Zamba2Config`` defaults): Mamba-2 layers and hybrid
+    layers that run a shared transformer block first."""
+    if f.flag("add_bias_linear", False):
+        raise SymroofError(f"{f.where}: field 'add_bias_linear' true (biases on the Mamba-2 "
+                           "and shared MLP projections) is not modelled")
+    layers = f.layers("num_hidden_layers") if f.cfg.get("num_hidden_layers") is not None else 54
+    types = f.cfg.get("layers_block_type", f.cfg.get("layer_types"))
+    if types is None:
+        types = list(_ZAMBA2_TYPES)
+    if not isinstance(types, list) or len(types) != layers or any(
+            t not in ("mamba", "linear_attention", "hybrid") for t in types):
+        raise SymroofError(f"{f.where}: field 'layers_block_type' must list {layers} entries "
+                           f"of mamba (linear_attention) or hybrid, got {types!r}"[:300])
+    d, heads = f.dim("hidden_size", 2560), f.dim("num_attention_heads", 32)
+    if (2 * d) % heads:
+        raise SymroofError(f"{f.where}: field 'num_attention_heads' {heads} does not divide "
+                           f"the shared attention's 2 x hidden_size = {2 * d}")
+    ssm_heads, expand = f.dim("n_mamba_heads", 8), f.dim("mamba_expand", 2)
+    inner = expand * d
+    if inner % ssm_heads:
+        raise SymroofError(f"{f.where}: field 'n_mamba_heads' {ssm_heads} does not divide the "
+                           f"mixer's inner width mamba_expand x hidden_size = {inner}")
+    groups = f.dim("mamba_ngroups", 1)
+    if ssm_heads % groups:
+        raise SymroofError(f"{f.where}: field 'mamba_ngroups' {groups} does not divide the "
+                           f"{ssm_heads} SSM heads ('n_mamba_heads')")
+    act = f.cfg.get("hidden_act", "gelu")
+    if act not in _ZAMBA2_ACT:
+        raise SymroofError(f"{f.where}: field 'hidden_act' {act!r}: expected one of "
+                           f"{', '.join(_ZAMBA2_ACT)}")
+    # transformers 5.24's conv1d always has a bias (use_conv_bias is not read)
+    ssm = Mamba2(heads=ssm_heads, head_dim=inner // ssm_heads,
+                 state=f.dim("mamba_d_state", 64), groups=groups,
+                 conv_kernel=f.dim("mamba_d_conv", 4), chunk=f.dim("chunk_size", 256),
+                 conv_bias=True, proj_bias=False)
+    shared = SharedBlocks(mem_blocks=f.dim("num_mem_blocks", 1),
+                          adapter_rank=f.dim("adapter_rank", 128),
+                          attention_adapter=f.flag("use_shared_attention_adapter", False),
+                          rope=f.flag("use_mem_rope", False))
+    kv = f.dim("num_key_value_heads", heads)
+    if shared.attention_adapter and kv != heads:
+        raise SymroofError(f"{f.where}: field 'num_key_value_heads' {kv}: the Q, K, V adapters "
+                           f"(use_shared_attention_adapter) add 2 x hidden_size values to K "
+                           f"and V, so it must equal num_attention_heads {heads}")
+    kinds = [("zamba" if t == "hybrid" else "mamba2", "none") for t in types]
+    return hybrid(name=label, layers=layers, d_model=d, heads=heads,
+                  kv_heads=kv, head_dim=2 * d // heads,
+                  d_ff=f.dim("intermediate_size", 4 * d), vocab=f.dim("vocab_size", 32000),
+                  mlp="gated", activation=_ZAMBA2_ACT[act], norm="rmsnorm", positions=None,
+                  tied_embeddings=f.flag("tie_word_embeddings", True), ssm=ssm, zamba=shared,
+                  groups=pattern_groups(kinds, moe_model=False,
+                                        what=f"{f.where} layer pattern"))
+
+
+def _zamba(f: Fields, label: str) -> HybridModel:
+    """Zamba (v1, transformers 5.24's ``ZambaConfig`` defaults)."""
+    layers = f.layers("num_hidden_layers") if f.cfg.get("num_hidden_layers") is not None \
+        else 76
+    d = f.dim("hidden_size", 3712)
+    if f.dim("attention_hidden_size", 2 * d) != 2 * d:
+        raise SymroofError(f"{f.where}: field 'attention_hidden_size' must be 2 x hidden_size "
+                           f"= {2 * d} (the hidden state and the embeddings concatenated)")
+    types = f.cfg.get("layers_block_type", f.cfg.get("layer_types"))
+    if types is None:
+        period, offset = f.dim("attn_layer_period", 6), f.count("attn_layer_offset", 4)
+        types = ["mamba", "mamba", "hybrid"] + [
+            "hybrid" if i % period == offset else "mamba" for i in range(layers - 3)]
+    if not isinstance(types, list) or len(types) != layers or any(
+            t not in ("mamba", "linear_attention", "hybrid") for t in types):
+        raise SymroofError(f"{f.where}: field 'layers_block_type' must list {layers} entries "
+                           f"of mamba (linear_attention) or hybrid, got {types!r}"[:300])
+    heads, ssm_heads = f.dim("num_attention_heads", 16), f.dim("n_mamba_heads", 2)
+    inner = f.dim("mamba_expand", 2) * d
+    if inner % ssm_heads:
+        raise SymroofError(f"{f.where}: field 'n_mamba_heads' {ssm_heads} does not divide the "
+                           f"mixer's inner width mamba_expand x hidden_size = {inner}")
+    act = f.cfg.get("hidden_act", "gelu")
+    if act not in _ZAMBA2_ACT:
+        raise SymroofError(f"{f.where}: field 'hidden_act' {act!r}: expected one of "
+                           f"{', '.join(_ZAMBA2_ACT)}")
+    mixer = Mamba1(inner=inner, state=f.dim("mamba_d_state", 16),
+                   dt_rank=_dt_rank(f, "mamba_dt_rank", d),
+                   conv_kernel=f.dim("mamba_d_conv", 4), conv_bias=f.flag("mamba_conv_bias", True),
+                   proj_bias=f.flag("mamba_proj_bias", False), norms=False)
+    kinds = [("zamba" if t == "hybrid" else "mamba1", "none") for t in types]
+    return hybrid(name=label, layers=layers, d_model=d, heads=heads,
+                  kv_heads=f.dim("num_key_value_heads", 16),
+                  head_dim=f.dim("attention_head_dim", 2 * d // heads),
+                  d_ff=f.dim("intermediate_size", 14848), vocab=f.dim("vocab_size", 32000),
+                  mlp="gated", activation=_ZAMBA2_ACT[act], norm="rmsnorm", positions=None,
+                  tied_embeddings=f.flag("tie_word_embeddings", True), mamba1=mixer,
+                  zamba=SharedBlocks(mlp_adapter=False),
+                  groups=pattern_groups(kinds, moe_model=False,
+                                        what=f"{f.where} layer pattern"))

@@ -30,9 +30,10 @@ from symroof.symbols import b as _b
 from symroof.workloads.builder import MIXERS, RECURRENT_MIXERS, LayerGroup
 from symroof.workloads.layers import forward_graph, kv_cache_tensors
 from symroof.workloads.recurrent import STATE_NAMES, Scan, ScanChoices
+from symroof.workloads.zamba import SharedBlocks
 
 __all__ = ["Mamba2", "Mamba1", "GatedDeltaNet", "LightningAttention", "ShortConv",
-           "HybridModel", "hybrid", "mamba2", "pattern_groups", "MLP_KINDS"]
+           "SharedBlocks", "HybridModel", "hybrid", "mamba2", "pattern_groups", "MLP_KINDS"]
 
 #: What follows a layer's mixer: a dense MLP, routed experts, or nothing.
 MLP_KINDS = ("dense", "moe", "none")
@@ -255,6 +256,7 @@ class HybridModel(TransformerModel):
     deltanet: GatedDeltaNet | None = None
     attn_output_gate: bool = False  # sigmoid(x W_g) times attention's output (Qwen3-Next)
     lightning: LightningAttention | None = None
+    zamba: SharedBlocks | None = None  # Zamba2's shared transformer blocks
 
     def __post_init__(self) -> None:
         where = f"model {self.name!r}"
@@ -297,6 +299,8 @@ class HybridModel(TransformerModel):
         if grp.mixer == "lightning" and not isinstance(self.lightning, LightningAttention):
             raise SymroofError(f"{where} lightning: lightning layers need a "
                                "LightningAttention")
+        if grp.mixer == "zamba":
+            self._check_zamba(where)
         if grp.mixer == "none" and not grp.ffn:
             raise SymroofError(f"{where} layer pattern: a layer with neither mixer nor MLP")
         if grp.moe and self.experts == 1:
@@ -305,6 +309,18 @@ class HybridModel(TransformerModel):
             raise SymroofError(f"{where} layer pattern: a windowed layer needs a window")
         if as_expr(grp.count, f"{where} layer pattern count").is_positive is False:
             raise SymroofError(f"{where} layer pattern: a group of {grp.count} layers")
+
+    def _check_zamba(self, where: str) -> None:
+        """Zamba2's hybrid layers: the shared blocks, the Mamba-2 widths, no MLP after."""
+        if not isinstance(self.zamba, SharedBlocks):
+            raise SymroofError(f"{where} zamba: zamba layers need the shared blocks "
+                               "(SharedBlocks)")
+        if self.ssm is None and self.mamba1 is None:
+            raise SymroofError(f"{where} ssm: zamba layers need the Mamba-2 (or Mamba-1) "
+                               "widths")
+        if any(g.mixer == "zamba" and g.ffn for g in self.groups):
+            raise SymroofError(f"{where} layer pattern: a zamba layer's MLP is in its shared "
+                               "block (ffn false)")
 
     @cached_property
     def layer_groups(self) -> tuple[LayerGroup, ...]:
@@ -351,7 +367,8 @@ class HybridModel(TransformerModel):
     @property
     def attention_layers(self) -> sp.Expr:
         """Layers with attention (alone or beside a Mamba-2 mixer)."""
-        return sp.Add(*(g.count for g in self.groups if g.mixer in ("attention", "parallel")))
+        return sp.Add(*(g.count for g in self.groups
+                        if g.mixer in ("attention", "parallel", "zamba")))
 
     @property
     def ssm_layers(self) -> sp.Expr:
@@ -419,7 +436,7 @@ def pattern_groups(kinds: Sequence[tuple[str, str]], *, moe_model: bool,
 def hybrid(*, groups: Sequence[LayerGroup], ssm: Mamba2 | None = None,
            short_conv: ShortConv | None = None, mamba1: Mamba1 | None = None,
            deltanet: GatedDeltaNet | None = None, attn_output_gate: bool = False,
-           lightning: LightningAttention | None = None,
+           lightning: LightningAttention | None = None, zamba: SharedBlocks | None = None,
            **transformer_fields: object) -> HybridModel:
     """A hybrid description: :func:`symroof.models.transformer`'s fields (the attention
     and MLP layers' widths) plus the layer ``groups`` and the Mamba-2 widths ``ssm``.
@@ -436,7 +453,7 @@ def hybrid(*, groups: Sequence[LayerGroup], ssm: Mamba2 | None = None,
     return HybridModel(**{f: getattr(base, f) for f in base.__dataclass_fields__},
                        ssm=ssm, groups=tuple(groups), short_conv=short_conv, mamba1=mamba1,
                        deltanet=deltanet, attn_output_gate=attn_output_gate,
-                       lightning=lightning)
+                       lightning=lightning, zamba=zamba)
 
 
 def mamba2(*, layers: object, d_model: object, heads: object, head_dim: object, state: object,

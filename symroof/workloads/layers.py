@@ -39,6 +39,7 @@ from symroof.workloads.latent import latent_attention
 from symroof.workloads.recurrent import (deltanet_mixer, lightning_mixer, mamba1_mixer,
                                          mamba2_mixer, short_conv_mixer)
 from symroof.workloads.shape import ModelShape
+from symroof.workloads.zamba import zamba_layer
 
 # TransformerShape and LatentShape: the old names of ModelShape and LatentAttention, kept
 # importable from here for code that imports them
@@ -210,6 +211,10 @@ def _layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: sp.Ex
     """One layer: norm, attention, residual; norm, MLP (or experts), residual. Gemma's
     extra norms after attention and after the MLP come with ``post_norms``."""
     g, m, fl = b.g, b.m, b.fl
+    if grp.mixer == "zamba":  # Zamba2: a shared block, then a Mamba-2 layer (zamba.py)
+        return zamba_layer(b, x, grp, batch=batch, seq=seq, context=context, decode=decode,
+                           causal=c.causal, fused=c.fused, unfused=c.unfused,
+                           training=c.dropout)
     x = g.view(x, x.shape, name=b.n("layer_input"))  # each of the layers has its own input
     if m.parallel:
         return _parallel_layer(b, x, grp, batch=batch, seq=seq, context=context,

@@ -74,10 +74,26 @@ def check_layout(m: ModelShape, *, tp: object = 1, pp: object = 1,
     if p.is_number and m.layers.is_number and p > m.layers:
         raise SymroofError(f"{names[1]} {p}: more stages than the {m.layers} layers of "
                            f"{m.name}; expected 1 to {m.layers}")
+    _refuse_zamba(m, t, p, names)
     if mb != 1 and p == 1:
         raise SymroofError(f"{names[2]} {mb}: micro-batches need pipeline stages "
                            f"({names[1]} > 1)")
     return t, p, mb
+
+
+def _refuse_zamba(m: ModelShape, t: sp.Expr, p: sp.Expr, names: tuple[str, str, str]) -> None:
+    """Zamba2's shared blocks (:mod:`symroof.workloads.zamba`) are not sharded."""
+    if getattr(m, "zamba", None) is None:
+        return
+    if p != 1:
+        raise SymroofError(f"{names[1]} {p}: not modelled for {m.name} (Zamba2): every hybrid "
+                           "layer reads the token embeddings, a second input the pipeline "
+                           "stages would have to pass on; expected 1")
+    if t != 1:
+        raise SymroofError(f"{names[0]} {t}: not modelled for {m.name} (Zamba2): splitting the "
+                           "shared blocks, their per-use adapters and the Mamba-2 layers "
+                           "(transformers 5.24 has no tensor-parallel plan for it); "
+                           "expected 1")
 
 
 def shard_model_graph(g: Graph, m: ModelShape, *, tp: object = 1, pp: object = 1,

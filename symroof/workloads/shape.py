@@ -36,10 +36,11 @@ _ZERO = sp.Integer(0)
 #: side by side on the same normed input, their outputs summed (Falcon-H1); an LFM2
 #: short-convolution block; a Mamba-1 (selective scan) mixer (Jamba); a gated DeltaNet
 #: (Qwen3-Next's linear attention); lightning attention (MiniMax's linear attention); none
-#: (a layer that is only an MLP, as Nemotron-H's).
+#: (a layer that is only an MLP, as Nemotron-H's); Zamba2's hybrid layer (a shared
+#: transformer block, then a Mamba-2 mixer: :mod:`symroof.workloads.zamba`).
 MIXERS = {"attention": "", "mamba2": "mamba.", "parallel": "parallel.", "shortconv": "conv.",
           "mamba1": "mamba1.", "deltanet": "delta.", "lightning": "lightning.",
-          "none": "mlp_only."}
+          "none": "mlp_only.", "zamba": "zamba."}
 #: The mixers with a recurrent part (conv or scan states): all but attention alone and none.
 RECURRENT_MIXERS = frozenset(MIXERS) - {"attention", "none"}
 
@@ -63,7 +64,7 @@ class LayerGroup:
         """``local.`` for windowed layers, ``dense.`` for a MoE model's dense layers (a
         hybrid's: ``mamba.`` (``mamba.mlp.`` with an MLP), ``parallel.``, ``mlp_only.``,
         ``no_mlp.`` before them)."""
-        if self.mixer in ("mamba2", "mamba1", "deltanet", "lightning"):  # with an MLP: say so
+        if self.mixer in ("mamba2", "mamba1", "deltanet", "lightning", "zamba"):  # an MLP: say so
             ffn = "mlp." if self.ffn else ""
         else:
             ffn = "" if self.ffn else "no_mlp."

@@ -134,10 +134,18 @@ def test_olmo_hybrid_norms_over_all_heads_and_optional_rotary():
     assert (m.qk_norm, m.positions, m.attn_output_gate) == ("full", None, False)
 
 
-@pytest.mark.parametrize("kind", ["zamba", "zamba2"])
-def test_unmodelled_families_are_refused_by_name(kind):
-    with pytest.raises(SymroofError, match=f"model_type '{kind}' is not modelled: "):
-        from_hf_dict({"model_type": kind, **ATTN, "num_hidden_layers": 2})
+def test_every_family_the_issue_names_is_read_and_none_is_refused():
+    """Issue 26's list (Mamba2, Jamba, Zamba2, Falcon-H1, Nemotron-H, Bamba,
+    GraniteMoeHybrid, Qwen3-Next, LFM2, Kimi-Linear, OLMo-Hybrid) and MiniMax's lightning
+    attention: each a hybrid family, none left in the refusals (Zamba, Zamba2 and
+    Kimi-Linear were refused until they were modelled); an unknown hybrid-looking type is
+    refused with its near names."""
+    from symroof.models.hf_hybrid import HYBRID_FAMILIES, REFUSED
+    named = {"mamba2", "jamba", "zamba2", "falcon_h1", "nemotron_h", "bamba",
+             "granitemoehybrid", "qwen3_next", "lfm2", "kimi_linear", "olmo_hybrid", "minimax"}
+    assert named <= set(HYBRID_FAMILIES) and REFUSED == {}
+    with pytest.raises(SymroofError, match="unknown model_type 'zamba3' .*did you mean 'zamba"):
+        from_hf_dict({"model_type": "zamba3", **ATTN, "num_hidden_layers": 2})
 
 
 @pytest.mark.parametrize("cfg,field", [

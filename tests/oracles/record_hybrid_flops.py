@@ -101,6 +101,19 @@ def specs() -> list[tuple[str, str, dict]]:
               pad_token_id=0, bos_token_id=1, eos_token_id=2,
               layer_types=["linear_attention", "linear_attention", "full_attention",
                            "linear_attention"])),
+        # shared blocks: 2 alternating over 3 hybrid layers, LoRA adapters on Q, K, V
+        # and gate/up, rotary in the shared attention
+        ("zamba2", "Zamba2Config",
+         dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, vocab_size=100,
+              n_mamba_heads=8, mamba_d_state=16, mamba_ngroups=2, chunk_size=CHUNK,
+              num_hidden_layers=5, num_mem_blocks=2, use_shared_attention_adapter=True,
+              adapter_rank=8, use_mem_rope=True,
+              layers_block_type=["mamba", "hybrid", "mamba", "hybrid", "hybrid"])),
+        # Zamba (v1): multi-head Mamba-1 layers, one shared block (no adapters)
+        ("zamba", "ZambaConfig",
+         dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=4,
+              vocab_size=100, n_mamba_heads=2, mamba_d_state=8, mamba_dt_rank=8,
+              num_hidden_layers=4, layers_block_type=["mamba", "hybrid", "mamba", "hybrid"])),
     ]
 
 

@@ -2,7 +2,7 @@
 
 (a) Recorded: every entry of ``tests/fixtures/hybrid_flops.json`` (tiny Mamba2, Bamba,
     GraniteMoeHybrid, Falcon-H1, Nemotron-H, LFM2, LFM2-MoE, Jamba, Mamba, Falcon-Mamba,
-    Qwen3-Next, OLMo-Hybrid, MiniMax and Kimi-Linear models on transformers' pure-PyTorch paths; see
+    Qwen3-Next, OLMo-Hybrid, MiniMax, Kimi-Linear, Zamba2 and Zamba models on transformers' pure-PyTorch paths; see
     ``tests/oracles/README.md``) is reproduced exactly from its config.json alone (the gated DeltaNet families: but for
     the ops in ``UNCOUNTED``, Kimi-Linear's in ``UNCOUNTED_KDA``): the parameter count, the FLOPs of a prefill and of a
     decode step, and the bytes of the cache object after the step (conv and SSM states,
@@ -46,7 +46,7 @@ DATA = json.loads((HERE.parent / "fixtures" / "hybrid_flops.json").read_text())
 ENTRIES = DATA["entries"]
 FAMILIES = ("mamba2", "bamba", "granitemoehybrid", "falcon_h1", "nemotron_h", "lfm2", "jamba",
             "mamba", "qwen3_next", "olmo_hybrid", "falcon_mamba", "lfm2_moe", "minimax",
-            "kimi_linear")
+            "kimi_linear", "zamba2", "zamba")
 
 
 def _model(config: dict):
