@@ -19,7 +19,7 @@ from typing import Any
 
 import sympy as sp
 
-from symroof import hardware
+from symroof import hardware, units
 from symroof.analysis import Analysis
 from symroof.budget import check_expr, check_rows, substitute
 from symroof.device import DeviceMemory, choose_link, device_memory, entry_sequences, fraction
@@ -293,11 +293,6 @@ def _prepared(expr: object, subs: Mapping[object, object] | None) -> _Prepared:
     return found
 
 
-_PREFIXES = ((10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k"), (1, ""),
-             (sp.Rational(1, 10**3), "m"), (sp.Rational(1, 10**6), "u"),
-             (sp.Rational(1, 10**9), "n"))
-
-
 def _si(value: sp.Expr, unit: str, prefix: bool = True) -> str:
     """``value`` as a person reads it: 4 significant figures with a decimal prefix (an
     expression with free symbols as it is)."""
@@ -306,8 +301,8 @@ def _si(value: sp.Expr, unit: str, prefix: bool = True) -> str:
     number = float(value)
     if number == 0 or not prefix:
         return f"{number:.4g} {unit}"
-    scale, name = next(((k, p) for k, p in _PREFIXES if abs(number) >= k), _PREFIXES[-1])
-    return f"{number / float(scale):.4g} {name}{unit}"
+    name, power = units.prefix(number, top=15, bottom=-9)   # the one table, P to n
+    return f"{number / float(sp.Integer(10)**power):.4g} {name.replace('µ', 'u')}{unit}"
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ entry points, :func:`analysis` and :func:`points`.
 A request names a workload of the registry (:mod:`symroof.workloads.registry`) with its
 options as enum members, a model, a parallel :class:`Layout`, the :class:`Numerics`
 resolved once, a chip (or None) and rows of values: ``sets`` maps symbols to their
-values, and the rows are every combination. Making one checks it all, in the order a
+values, and the rows are every combination; ``fixed`` binds some of the workload's own
+symbols to numbers when it is built (the builder takes the number in the symbol's place,
+so the formulas hold it: attention at a model's width and heads). Making one checks it all, in the order a
 reader meets it (formats, workload and options, the analysis with its model and layout,
 each value against its symbol, the chip's peak, memory level and links), so that what
 runs below takes a request that holds and checks nothing again. ``names`` spells each
@@ -49,13 +51,17 @@ if TYPE_CHECKING:
     from symroof.models import TransformerModel
 
 __all__ = ["Layout", "Draft", "Request", "make", "analysis", "points", "served", "rows", "row_count", "spec",
-           "model", "load_model", "refuse_unused", "MANY_ROWS", "check_sets", "parse_sets", "Rows"]
+           "model", "load_model", "refuse_unused", "MANY_ROWS", "check_sets", "parse_sets", "Rows",
+           "Fixed", "arguments"]
 
 #: A request's values: each symbol with the values it takes (rows are their product).
 Rows = tuple[tuple[sp.Symbol, tuple[sp.Expr, ...]], ...]
 
+#: Symbols of a workload bound to one value each when it is built (a request's ``fixed``).
+Fixed = tuple[tuple[sp.Symbol, sp.Expr], ...]
+
 #: How a field is called where nothing else is said (the Python API).
-_PLAIN = {"sets": "sets", "chip": "hardware", "model": "model", "tp": "tp", "pp": "pp",
+_PLAIN = {"sets": "sets", "fixed": "fixed", "chip": "hardware", "model": "model", "tp": "tp", "pp": "pp",
           "microbatches": "microbatches", "expert_reads": "expert_reads",
           "precision": "precision", "weights": "weights", "kv_cache": "kv_cache",
           "activations": "activations", "level": "level", "workload": "workload"}
@@ -119,6 +125,7 @@ class Request:
     draft: Draft | None = None      # decode: speculative decoding with this draft
     collective: str = "ring"        # the collectives' algorithm (CollectiveAlgorithm)
     latency: bool = True            # add the link's per-collective latency (alpha-beta)
+    fixed: Fixed = ()               # the workload's symbols built at these numbers
     names: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -176,12 +183,41 @@ def _check(r: Request) -> None:
         + list(r.layout.changed()) + ([k for k in _KINDS] if r.numerics.per_kind else [])
     refuse_unused(entry, given, dict(r.names))
     entry.check(dict(r.options), r.name("workload"))
+    _check_fixed(r, entry)
     for key in ("prompt", "draft"):  # what a decode step is served with
         if getattr(r, key) is not None and r.workload != "decode":
             raise SymroofError(f"{r.name(key)}: only for decode (workload {r.workload!r})")
     a = analysis(r)  # the model, its layout and the builder's own checks
     _check_sets(r, a)
     _check_chip(r, a)
+
+
+def arguments(entry: registry.Entry) -> tuple[sp.Symbol, ...]:
+    """The symbols ``entry``'s builder is called with (a conv2d's filter pair flattened):
+    those a request may fix."""
+    out: list[sp.Symbol] = []
+    for x in entry.arguments():
+        out.extend(x if isinstance(x, tuple) else (x,))
+    return tuple(out)
+
+
+def _check_fixed(r: Request, entry: registry.Entry) -> None:
+    """Each fixed symbol one of the workload's arguments, given once, its value fit for it
+    (:func:`symroof.evaluate.check_value`, the one rule)."""
+    from symroof.evaluate import check_value  # see the note at the top
+
+    takes = arguments(entry)
+    seen: set[sp.Symbol] = set()
+    for sym, value in r.fixed:
+        shown = getattr(sym, "name", sym)
+        if not isinstance(sym, sp.Symbol) or sym not in takes:
+            raise SymroofError(f"{r.name('fixed')} {shown}: {r.workload} is not built over "
+                               f"{shown} (its symbols: "
+                               f"{', '.join(x.name for x in takes) or 'none'})")
+        if sym in seen:
+            raise SymroofError(f"{r.name('fixed')} {shown}: fixed more than once")
+        seen.add(sym)
+        check_value(sym, value, f"{r.name('fixed')} {shown}")
 
 
 def _check_sets(r: Request, a: Analysis) -> None:
@@ -329,17 +365,20 @@ def analysis(r: Request) -> Analysis:
     'seed-6.4b-decode'
     """
     return _analysis(r.workload, r.options, r.model, r.layout, r.numerics,
-                     tuple(sorted(r.names)))
+                     tuple(sorted(r.names)), r.fixed)
 
 
 @lru_cache(maxsize=16)
 def _analysis(workload: str, options: tuple[tuple[str, object], ...],
               model_: str | TransformerModel | None, layout: Layout, numerics: Numerics,
-              names: tuple[tuple[str, str], ...]) -> Analysis:
+              names: tuple[tuple[str, str], ...], fixed: Fixed = ()) -> Analysis:
     entry = registry.get(workload)
     opts = entry.keywords(entry.check(dict(options), "workload"))
+    at = dict(fixed)
+    args = tuple(tuple(at.get(y, y) for y in x) if isinstance(x, tuple) else at.get(x, x)
+                 for x in entry.arguments())
     if not entry.model:
-        return entry.builder(*entry.arguments(), **opts)
+        return entry.builder(*args, **opts)
     from symroof.workloads.parallel import check_layout  # see the note at the top
 
     m = _model(model_, numerics)
@@ -348,7 +387,7 @@ def _analysis(workload: str, options: tuple[tuple[str, object], ...],
     if entry.layout:
         check_layout(m, tp=layout.tp, pp=layout.pp, microbatches=layout.microbatches,
                      names=(spell["tp"], spell["pp"], spell["microbatches"]))
-    return entry.builder(m, *entry.arguments(), **opts, **lay)
+    return entry.builder(m, *args, **opts, **lay)
 
 
 def rows(r: Request) -> Iterator[dict[sp.Symbol, sp.Expr]]:
@@ -462,12 +501,22 @@ def make(workload: str, *, options: Mapping[str, object] | None = None,
          efficiency: object = 1, reserve: object = 0, prompt: object | None = None,
          draft: Draft | None = None, numerics: Numerics | None = None,
          names: Mapping[str, str] | None = None, collective: str = "ring",
-         latency: bool = True) -> Request:
+         latency: bool = True, fixed: Mapping[object, object] | None = None) -> Request:
     """A checked :class:`Request` from loose input: the formats resolved once
     (:meth:`Numerics.resolve`), options by name or member, ``sets`` as ``NAME=V[,V...]``
     texts (the safe parser's syntax) or a mapping of symbols or their names to a value or
-    a sequence of values; ``numerics``, resolved by the caller, stands for the four
-    formats. ``names`` spells the fields in errors (the CLI's flags)."""
+    a sequence of values; ``fixed`` maps some of the workload's symbols (or their names)
+    to the one value each is built at; ``numerics``, resolved by the caller, stands for
+    the four formats. ``names`` spells the fields in errors (the CLI's flags).
+
+    >>> r = make("attention", fixed={"D": 4096, "H": 32}, options={"unfused": "materialize_once"})
+    >>> analysis(r).intensity
+    256*S/(b*(S + 512))
+    >>> make("attention", fixed={"B": 2})
+    Traceback (most recent call last):
+    ...
+    symroof.errors.SymroofError: fixed B: attention is not built over B (its symbols: S, D, H)
+    """
     spell = {**_PLAIN, **(names or {})}
     if numerics is None:
         numerics = Numerics.resolve(precision=precision, weights=weights, kv_cache=kv_cache,
@@ -488,7 +537,8 @@ def make(workload: str, *, options: Mapping[str, object] | None = None,
         prompt=None if prompt is None else as_expr(prompt, spell.get("prompt", "prompt")),
         draft=draft, names=tuple(sorted((names or {}).items())),
         collective=_collective(collective, spell.get("collective", "collective")),
-        latency=_flag(latency, spell.get("latency", "latency")))
+        latency=_flag(latency, spell.get("latency", "latency")),
+        fixed=_fixed(entry, fixed or {}, spell["fixed"]))
     bare = Request(**common)  # checked without values: their names need the analysis
     if not sets:
         return bare
@@ -513,6 +563,25 @@ def _count(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise SymroofError(f"{what}: expected a positive integer, got {value!r}")
     return value
+
+
+def _fixed(entry: registry.Entry, fixed: Mapping[object, object], what: str) -> Fixed:
+    """``fixed`` as the workload's symbols with one value each (parsed, not yet checked:
+    the Request checks them; a name that is none of its symbols is an error there)."""
+    from symroof.ir import as_expr  # see the note at the top
+    from symroof.symbols import CANONICAL  # likewise
+
+    table: dict[str, sp.Basic] = dict(CANONICAL)
+    table.update({x.name: x for x in arguments(entry)})
+    out: list[tuple[sp.Symbol, sp.Expr]] = []
+    for key, raw in fixed.items():
+        name = key.name if isinstance(key, sp.Symbol) else str(key)
+        sym = key if isinstance(key, sp.Symbol) else table.get(name)
+        if not isinstance(sym, sp.Symbol):
+            raise SymroofError(f"{what} {name}: {entry.name} is not built over {name} (its "
+                               f"symbols: {', '.join(x.name for x in arguments(entry))})")
+        out.append((sym, as_expr(raw, f"{what} {name}")))
+    return tuple(out)
 
 
 def _sets(bare: Request, sets: Mapping[object, object] | Sequence[str]) -> Rows:

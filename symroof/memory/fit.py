@@ -69,12 +69,20 @@ class DeviceMemory:
 
 
 def fits(total: sp.Expr, usable: sp.Expr) -> bool | None:
-    """Whether ``total`` bytes fit in ``usable`` bytes; None where the sign of
-    ``usable - total`` is not decided (free symbols)."""
+    """Whether ``total`` bytes fit in ``usable`` bytes: the one fit rule (a device's
+    memory, a training layout's busiest stage). With free symbols, their assumptions
+    decide it where they settle the sign of ``total - usable`` (positive sizes: 160 GB
+    of weights plus a cache never fit in 80 GB); None where they do not.
+
+    >>> from symroof.symbols import B
+    >>> fits(B, sp.Integer(5)), fits(B + 6, sp.Integer(5)), fits(sp.Integer(5), sp.Integer(5))
+    (None, False, True)
+    """
     free = usable - total
-    if free.free_symbols:
-        return None
-    return bool(free >= 0)
+    if not free.free_symbols:
+        return bool(free >= 0)
+    over = (total - usable).is_positive
+    return None if over is None else not over
 
 
 def fraction(value: object, what: str, *, zero: bool) -> sp.Expr:

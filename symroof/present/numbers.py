@@ -31,16 +31,21 @@ from mpmath.libmp import to_str
 
 from symroof.errors import SymroofError
 from symroof.present.formula import scientific_text, text
+from symroof.units import DECIMAL, prefix
 
 __all__ = ["exact", "exact_fields", "json_number", "text_number", "scientific", "si",
            "grouped", "quantity", "PREFIXES", "TIME_UNITS", "STYLES", "MAX_JSON_DIGITS"]
 
-#: The one table of decimal prefixes, largest first, with the power of ten of each
-#: (the console, the reports, the charts and the Try-it page read it).
-PREFIXES: tuple[tuple[str, int], ...] = (("Y", 24), ("Z", 21), ("E", 18), ("P", 15), ("T", 12),
-                                         ("G", 9), ("M", 6), ("k", 3))
-#: Units of time, largest first, with the power of ten that turns seconds into each.
-TIME_UNITS: tuple[tuple[str, int], ...] = (("s", 0), ("ms", 3), ("µs", 6), ("ns", 9))
+#: The decimal prefixes above one, largest first, with the power of ten of each (the
+#: console, the reports, the charts and the Try-it page read it): of the one table,
+#: :data:`symroof.units.DECIMAL`.
+PREFIXES: tuple[tuple[str, int], ...] = tuple((p, power) for p, power in DECIMAL if power > 0)
+#: The lowest unit of time the writers use (nanoseconds).
+_TIME_BOTTOM = -9
+#: Units of time, largest first, with the power of ten that turns seconds into each (the
+#: one table's prefixes from one down to nano).
+TIME_UNITS: tuple[tuple[str, int], ...] = tuple(
+    (p + "s", -power) for p, power in DECIMAL if _TIME_BOTTOM <= power <= 0)
 #: How :func:`quantity` writes a number and its unit for each kind of output.
 STYLES = ("text", "latex", "html", "pgf")
 
@@ -173,17 +178,11 @@ def quantity(value: object, unit: str, *, digits: int = 4, style: str = "text") 
         v = float(f"{v:.{digits - 1}e}")   # rounded first: 999.96e9 B is 1 TB, not 1000 GB
         shown, number = unit, ""
         if unit == "s":
-            for name, power in TIME_UNITS:
-                if abs(v) * 10.0**power >= 1 or name == "ns":
-                    shown, number = name, f"{v * 10.0**power:.{digits}g}"
-                    break
+            name, power = prefix(v, top=0, bottom=_TIME_BOTTOM)
+            shown, number = name + "s", f"{v * 10.0**-power:.{digits}g}"
         else:
-            for prefix, power in PREFIXES:
-                if abs(v) >= 10.0**power:
-                    shown, number = prefix + unit, f"{v / 10.0**power:.{digits}g}"
-                    break
-            else:
-                number = f"{v:.{digits}g}"
+            name, power = prefix(v, top=PREFIXES[0][1])
+            shown, number = name + unit, f"{v / 10.0**power:.{digits}g}"
     if style == "text":
         return f"{number} {shown.replace('µs', 'us')}"
     if style == "html":

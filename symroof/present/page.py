@@ -31,7 +31,8 @@ from symroof import symbols as s
 from symroof.analysis import Analysis
 from symroof.errors import SymroofError
 from symroof.hardware import UNITS, HardwareSpec
-from symroof.models import TransformerModel, get
+from symroof import request
+from symroof.models import TransformerModel
 from symroof.options import Unfused, option
 from symroof.precision import BYTES, PRECISIONS
 from symroof.present.chart_layout import PALETTE
@@ -43,7 +44,6 @@ from symroof.present.page_js import js_function
 from symroof.present.page_notation import Notation, notation
 from symroof.present.templates import render
 from symroof.solve import limit
-from symroof.workloads import attention, decode, elementwise, gemm
 
 __all__ = ["Control", "SimWorkload", "PagePeak", "PeakMode", "TryStep", "sim_workloads",
            "try_prompts", "page_peak", "page_data", "conventions", "CONVENTIONS", "Shown", "render_page", "DEFAULT_OUT", "DEFAULT_CHIP",
@@ -162,6 +162,16 @@ class TryStep:
         return out
 
 
+def _built(workload: str, controls: tuple[Control, ...], **given: Any) -> Analysis:
+    """The page's workload parsed into a :class:`~symroof.request.Request`, like every
+    front door's: each control's default and largest value are its rows, checked by the
+    one rule (the request refuses a value its symbol does not take, or a size the graph
+    cannot have), and its analysis the registry's build."""
+    sets = {c.symbol: (c.default, c.maximum) for c in controls}
+    return request.analysis(request.make(workload, sets=sets,
+                                         names={"sets": "page control"}, **given))
+
+
 _GEMM = (("M", s.M, "rows of A and C"), ("N", s.N, "columns of B and C"),
          ("K", s.K, "the inner dimension"))
 _DIM_MAX = 2**20
@@ -173,7 +183,7 @@ def _gemm(key: str, label: str, size: int) -> SimWorkload:
                   special=("M = N = K = n", {s.M: s.n, s.N: s.n, s.K: s.n}, "2n/(3b)"))
     return SimWorkload(key, label, label, "C = A B with A M x K and B K x N: 2MNK FLOPs; "
                        "A and B read once, C written once.", controls,
-                       (("", gemm(s.M, s.N, s.K)),), shown)
+                       (("", _built("gemm", controls)),), shown)
 
 
 def _model_names(m: TransformerModel) -> tuple[tuple[sp.Symbol, sp.Expr], ...]:
@@ -182,7 +192,9 @@ def _model_names(m: TransformerModel) -> tuple[tuple[sp.Symbol, sp.Expr], ...]:
 
 
 def _decode(key: str, label: str, batch: int, m: TransformerModel) -> SimWorkload:
-    a = decode(m, s.B, s.S)
+    controls = (Control(s.B, "B, batch (sequences)", batch, 2**16),
+                Control(s.S, "S, context (tokens attended)", 1024, _DIM_MAX))
+    a = _built("decode", controls, model=m)
     shown = Shown((("B(2P + 4LSD)", "bP + 2bBLSD", "B(2P + 4LSD)/(b(P + 2BLSD))"),),
                   _model_names(m), f"P = 12LD² (the weights), L = {m.layers} (layers), "
                   f"D = {grouped(m.d_model)} (width)", ("(2P + 4LSD)/(2bLSD)", "(12D/S + 2)/b"))
@@ -190,9 +202,7 @@ def _decode(key: str, label: str, batch: int, m: TransformerModel) -> SimWorkloa
         key, label, "decode", f"One decode step of the {m.name} model ({m.layers} layers, width "
         f"{m.d_model}, multi-head attention): all weights and each sequence's KV cache are "
         "read; activations stay on chip.",
-        (Control(s.B, "B, batch (sequences)", batch, 2**16),
-         Control(s.S, "S, context (tokens attended)", 1024, _DIM_MAX)),
-        (("", a),), shown, limit(a.intensity, s.B), tag=s.B.name)
+        controls, (("", a),), shown, limit(a.intensity, s.B), tag=s.B.name)
 
 
 #: Unfused attention's two traffic models, as the page names them (name: what each adds).
@@ -202,6 +212,14 @@ CONVENTIONS: Mapping[Unfused, str] = {
     Unfused.WRITE_AND_READ: "write and read: S and P each written and read back per head "
                             "(4hS²b more)",
 }
+
+
+def _core(m: TransformerModel, controls: tuple[Control, ...] = (),
+          unfused: Unfused | None = None) -> Analysis:
+    """The attention core at the model's width and heads (fixed in the request), fused, or
+    unfused under convention ``unfused``."""
+    return _built("attention", controls, fixed={s.D: m.d_model, s.H: m.heads},
+                  options={} if unfused is None else {"unfused": unfused})
 
 
 def _attention(m: TransformerModel, mode: Unfused) -> SimWorkload:
@@ -216,17 +234,17 @@ def _attention(m: TransformerModel, mode: Unfused) -> SimWorkload:
         f"tokens, causal: fused keeps the S x S matrices on chip, unfused writes them to "
         f"memory (opens on {mode.value.replace('_', ' ')}; the other convention is one "
         "choice away).",
-        prompt, (("fused", attention(s.S, m.d_model, m.heads)),
-                 *((u.value, attention(s.S, m.d_model, m.heads, fused=False, unfused=u))
-                   for u in CONVENTIONS)), shown)
+        prompt, (("fused", _core(m, prompt)),
+                 *((u.value, _core(m, prompt, u)) for u in CONVENTIONS)), shown)
 
 
 def sim_workloads(model: str = MODEL,
                   unfused: Unfused | str = Unfused.MATERIALIZE_ONCE) -> tuple[SimWorkload, ...]:
     """The seed's Expert view: big and small GEMM, causal attention prefill (fused and both
     unfused conventions, opening on ``unfused``), decode at two batches, and a ReLU."""
-    m = get(model)
+    m = request.load_model(model)
     mode = option(Unfused, unfused, "unfused")
+    relu = (Control(s.n, "n, values", 16 * 2**20, 2**40),)
     return (
         _gemm("gemm-big", "big GEMM", 8192),
         _gemm("gemm-small", "small GEMM", 256),
@@ -235,8 +253,7 @@ def sim_workloads(model: str = MODEL,
         _decode("decode-large", "decode, large batch", 64, m),
         SimWorkload("relu", "ReLU", "ReLU", "y = max(x, 0) over n values: 1 FLOP per value, "
                     "x read once, y written once.",
-                    (Control(s.n, "n, values", 16 * 2**20, 2**40),),
-                    (("", elementwise(s.n)),), Shown((("n", "2bn", "1/(2b)"),))),
+                    relu, (("", _built("elementwise", relu)),), Shown((("n", "2bn", "1/(2b)"),))),
     )
 
 
@@ -327,6 +344,35 @@ def _formulas(w: SimWorkload) -> dict[str, Any]:
                          for name, a in w.variants]}
 
 
+def check_steps(ws: tuple[SimWorkload, ...],
+                prompts: tuple[tuple[str, str, tuple[TryStep, ...]], ...]) -> None:
+    """Each "Try" button's values checked as its workload's controls are: a symbol one of
+    them sets, a value the symbol takes (the one rule, :func:`symroof.request.check_sets`)
+    and within the control's range."""
+    by_key = {w.key: w for w in ws}
+    for key, _, steps in prompts:
+        for t in steps:
+            if t.workload is None:
+                continue
+            w = by_key.get(t.workload)
+            if w is None:
+                raise SymroofError(f"try {key} {t.label!r}: no page workload {t.workload!r}")
+            controls = {c.symbol.name: c for c in w.controls}
+            for name, value in t.set:
+                c = controls.get(name)
+                sym = sp.Symbol(name) if c is None else c.symbol
+                request.check_sets({sym: (sp.Integer(value),)}, controls_of(w),
+                                   what=f"try {key} {t.label!r}", workload=f"page {w.key}")
+                if c is not None and value > c.maximum:
+                    raise SymroofError(f"try {key} {t.label!r} {name}: {value} is past the "
+                                       f"control's largest value, {c.maximum}")
+
+
+def controls_of(w: SimWorkload) -> tuple[sp.Symbol, ...]:
+    """The symbols ``w``'s controls set."""
+    return tuple(c.symbol for c in w.controls)
+
+
 #: Where the seed uses each unfused convention (its §7 model; its §3 text).
 _SEED_USES = {Unfused.MATERIALIZE_ONCE: "the simulation (its section 7 and the note under Try)",
               Unfused.WRITE_AND_READ: "the text of section 3, \u201cAttention, fused and unfused\u201d"}
@@ -336,11 +382,11 @@ def conventions(unfused: Unfused | str = Unfused.MATERIALIZE_ONCE) -> list[dict[
     """Unfused attention's two conventions: name, meaning, where the seed uses each and
     its intensity at the seed's S = 4,096, 16 bits (computed here, shown outside the script)."""
     default = option(Unfused, unfused, "unfused")
-    m = get(MODEL)
+    m = request.load_model(MODEL)
     at = {s.S: 4096, s.b: 2}
     out = []
     for u, meaning in CONVENTIONS.items():
-        a = attention(s.S, m.d_model, m.heads, fused=False, unfused=u)
+        a = _core(m, unfused=u)
         out.append({"value": u.value, "meaning": meaning, "seed": _SEED_USES[u],
                     "short": f"{meaning.split(':')[0]} ({meaning.rsplit('(', 1)[1]}",
                     "default": u is default,
@@ -354,6 +400,8 @@ def page_data(chips: tuple[str, ...] | None = None) -> dict[str, Any]:
     if DEFAULT_CHIP not in names:
         raise SymroofError(f"page chips: the default chip {DEFAULT_CHIP!r} must be one of them")
     ws = sim_workloads()
+    prompts = try_prompts()
+    check_steps(ws, prompts)
     palette: Mapping[str, str] = {"roof": PALETTE.roofs[0].color, "point": PALETTE.bound,
                                   "selected": PALETTE.ceilings[0].color, "ink": PALETTE.ink,
                                   "grid": PALETTE.grid}
@@ -367,7 +415,7 @@ def page_data(chips: tuple[str, ...] | None = None) -> dict[str, Any]:
             "format": {"max_decimals": MAX_DECIMALS, "prefixes": PREFIXES,
                        "time_units": TIME_UNITS},
             "try": [{"key": key, "prompt": prompt, "steps": [t.record() for t in steps]}
-                    for key, prompt, steps in try_prompts()]}
+                    for key, prompt, steps in prompts]}
     return {"data": data, "formulas": [_formulas(w) for w in ws],
             "conventions": conventions()}
 

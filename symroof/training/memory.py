@@ -28,6 +28,7 @@ import sympy as sp
 
 from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec, resolve
+from symroof.memory.fit import fits
 from symroof.options import Causal, Recompute, Statistics, option
 from symroof.passes.optimizer import ADAM, Optimizer
 from symroof.training.layout import TrainingLayout
@@ -82,8 +83,7 @@ class TrainingMemory:
         if cap is None:
             raise SymroofError(f"training memory: {resolve(hw).name} has no published "
                                "capacity")
-        verdict = (self.peak.total - cap).is_positive
-        return None if verdict is None else not verdict
+        return fits(self.peak.total, cap)   # the one fit rule
 
 
 def _stage(name: str, acts: sp.Expr, params: Part, flight: sp.Expr, lay: TrainingLayout,

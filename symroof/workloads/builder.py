@@ -117,9 +117,8 @@ class Builder:
         w = m.d_model if width is None else width
         # a gain unless the model's norms have none (OLMo), a bias where the norm has one
         # (a layernorm unless norm_bias says otherwise: Cohere's has none)
-        params = [self.weight(f"{name}.weight", (w,))] if getattr(m, "norm_weight", True) else []
-        bias = getattr(m, "norm_bias", None)
-        if (m.norm == "layernorm") if bias is None else bias:
+        params = [self.weight(f"{name}.weight", (w,))] if m.norm_weight else []
+        if (m.norm == "layernorm") if m.norm_bias is None else m.norm_bias:
             params.append(self.weight(f"{name}.bias", (w,)))
         layernorm = m.norm == "layernorm"
         per = self.fl.layernorm if layernorm else self.fl.rmsnorm

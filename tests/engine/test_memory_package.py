@@ -69,3 +69,21 @@ def test_fits() -> None:
     assert fits(n, sp.Integer(5)) is None
     with pytest.raises(SymroofError, match="reserve: expected a fraction 0 <= x < 1"):
         max_sequences(get("seed-6.4b"), "h100-sxm", context=4096, reserve=1)
+
+
+def test_training_memory_fits_by_the_one_fit_rule() -> None:
+    """``TrainingMemory.fits`` is ``memory.fit.fits`` of its busiest stage: seed-6.4b's
+    16 bytes a parameter (weights, gradients, Adam) are 16 x 12 L D^2 = 103 GB by hand,
+    past an A100's 80 GB at any batch B, so even with B free the rule decides it; a
+    cache that grows with B on a chip that holds its weights stays undecided."""
+    from symroof.symbols import B
+    from symroof.training.memory import training_memory
+
+    mem = training_memory(get("seed-6.4b").with_bytes(2), batch=B, seq=2048)
+    cap = chip("a100-80gb").capacity(None)
+    assert 16 * WEIGHTS > cap
+    assert mem.peak.params >= WEIGHTS   # and the embeddings
+    assert mem.fits("a100-80gb") is False is fits(mem.peak.total, cap)
+    assert fits(B * 10**9, cap) is None
+    assert fits(B * 10**9 + 2 * cap, cap) is False
+    assert fits(cap - 10**9, cap) is True

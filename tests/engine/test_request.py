@@ -293,3 +293,34 @@ def test_the_serving_extras_are_part_of_the_request():
         make("prefill", model="llama-3-8b", prompt=8)
     with pytest.raises(SymroofError, match=r"^prompt: expected a positive integer"):
         make("decode", model="llama-3-8b", chip="h100-sxm", prompt=0)
+
+
+def test_fixed_symbols_build_the_workload_at_numbers():
+    """``fixed`` passes a number to the builder in the symbol's place: the formulas are the
+    symbolic ones at that number (cancel), and the seed's hand counts (fused attention
+    2S²D FLOPs over 4SDb bytes; unfused, materialized once, hS²b more)."""
+    from symroof.symbols import D, H
+
+    fused = analysis(make("attention", fixed={"D": 4096, "H": 32}))
+    once = analysis(make("attention", fixed={D: 4096, H: 32},
+                         options={"unfused": "materialize_once"}))
+    symbolic = analysis(make("attention", options={"unfused": "materialize_once"}))
+    at = {D: 4096, H: 32}
+    assert sp.cancel(once.flops - symbolic.flops.subs(at)) == 0
+    assert sp.cancel(once.bytes - symbolic.bytes.subs(at)) == 0
+    assert sp.cancel(fused.flops - 2 * S**2 * 4096) == 0
+    assert sp.cancel(fused.bytes - 4 * S * 4096 * b) == 0
+    assert sp.cancel(once.bytes - (4 * S * 4096 * b + 32 * S**2 * b)) == 0
+    assert not fused.flops.free_symbols & {D, H}
+    conv = analysis(make("conv2d", fixed={"S_f": 3, "R": 3}))
+    assert {x.name for x in conv.flops.free_symbols} == {"N", "C", "H", "W", "K"}
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"fixed": {"D": 0}}, "fixed D: expected a positive integer (a dimension), got 0"),
+    ({"fixed": {"B": 2}}, "fixed B: attention is not built over B (its symbols: S, D, H)"),
+    ({"fixed": {"D": 64}, "sets": {"D": 64}}, "sets D: attention does not use D"),
+])
+def test_a_fixed_symbol_is_checked_by_the_one_rule(given, message):
+    with pytest.raises(SymroofError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        make("attention", **given)

@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2] / "symroof"
 
 #: Layers, lowest first. A module belongs to the first entry that is it or its package.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("symroof.errors", "symroof.version", "symroof.rich"),
+    ("symroof.errors", "symroof.version", "symroof.rich",
+     "symroof.units"),      # the one prefix table, read by evaluate and present
     ("symroof.symbols", "symroof.precision", "symroof.options", "symroof.parse",
      "symroof.files", "symroof.budget", "symroof.hardware"),
     ("symroof.ir",),

@@ -454,3 +454,32 @@ def test_expert_view_is_a_toggle_and_the_basic_view_hides_its_controls(page):
     assert {f"shape-{w.key}" for w in sim_workloads()} <= expert_only
     assert ".basic .expert-only" in page
     assert ">Reset to the chapter&rsquo;s settings</button>" in page
+
+
+def test_the_page_parses_its_workloads_into_requests_and_checks_its_values():
+    """Each workload is a Request of the registry (the attention core with the model's
+    width and heads fixed), its controls' values and the Try buttons' checked by the one
+    rule: a value its symbol does not take, a symbol no control sets, or a value past the
+    control's range is refused, naming it."""
+    from symroof import request
+    from symroof.present import page as pg
+
+    ws = {w.key: w for w in sim_workloads()}
+    core = request.analysis(request.make("attention", fixed={"D": 4096, "H": 32},
+                                         options={"unfused": "materialize_once"}))
+    (_, once), = [v for v in ws["attention"].variants if v[0] == "materialize_once"]
+    assert sp.cancel(once.bytes - core.bytes) == 0
+    assert sp.cancel(once.bytes - (4 * s.S * 4096 * s.b + 32 * s.S**2 * s.b)) == 0
+    with pytest.raises(SymroofError, match=r"page control M: expected a positive integer "
+                                           r"\(a dimension\), got 0"):
+        pg._built("gemm", (pg.Control(s.M, "M", 0, 8),))
+    step = pg.TryStep("x", "gemm-big", (("N", 0),))
+    with pytest.raises(SymroofError, match="try t 'x' N: expected a positive integer"):
+        pg.check_steps(tuple(ws.values()), (("t", "", (step,)),))
+    step = pg.TryStep("x", "decode-large", (("M", 4),))
+    with pytest.raises(SymroofError, match="try t 'x' M: page decode-large does not use M"):
+        pg.check_steps(tuple(ws.values()), (("t", "", (step,)),))
+    step = pg.TryStep("x", "decode-large", (("B", 2**17),))
+    with pytest.raises(SymroofError, match="past the control's largest value, 65536"):
+        pg.check_steps(tuple(ws.values()), (("t", "", (step,)),))
+    pg.check_steps(tuple(ws.values()), try_prompts())

@@ -85,3 +85,25 @@ def test_a_value_beyond_a_float_is_written_from_its_exact_digits():
     (999.94e9, "B", "999.9 GB")])
 def test_a_value_that_rounds_up_to_the_next_prefix_takes_it(value, unit, expected):
     assert quantity(value, unit) == expected
+
+
+def test_one_prefix_table_below_the_roofline_and_the_writers():
+    """present.numbers' prefixes and units of time, and the Roofline's own text, are read
+    from symroof.units.DECIMAL; each writer picks the prefix the same way (an exact power
+    of ten takes its own prefix: 1e-6 s is 1 us in both)."""
+    import importlib
+
+    from symroof import units
+    from symroof.present import numbers
+
+    evaluate = importlib.import_module("symroof.evaluate")   # the module (sr.evaluate: a function)
+
+    assert numbers.PREFIXES == tuple((p, k) for p, k in units.DECIMAL if k > 0)
+    assert numbers.TIME_UNITS == (("s", 0), ("ms", 3), ("µs", 6), ("ns", 9))
+    assert [units.prefix(x, top=15, bottom=-9) for x in (2e16, 1e-6, 9.99e-7, 0.0, 5e-12)] \
+        == [("P", 15), ("µ", -6), ("n", -9), ("n", -9), ("n", -9)]
+    assert numbers.quantity(1e-6, "s") == "1 us" == evaluate._si(sp.Float(1e-6), "s")
+    assert evaluate._si(sp.Rational(4586, 10**6), "s") == "4.586 ms"
+    assert evaluate._si(sp.Integer(11) * 10**14, "FLOP") == "1.1 PFLOP"
+    assert numbers.quantity(11e14, "FLOP") == "1.1 PFLOP"
+    assert numbers.quantity(2e27, "FLOP") == "2000 YFLOP"
