@@ -134,8 +134,7 @@ class Formulas:
 
     layout: Layout
     context: int                 # the cache a decode step reads (positions)
-    step: sp.Expr                # decode time per token, in B (context substituted)
-    step_bs: sp.Expr             # the same in B and S
+    step_bs: sp.Expr             # decode time per token, in B and S
     ttft: sp.Expr                # the longest prompt's prefill
     prefill_s: sp.Expr           # prefill time per request, averaged over the traffic
     memory: MemoryLimit
@@ -143,10 +142,19 @@ class Formulas:
     tokens_per_round: sp.Expr = sp.Integer(1)   # speculative: expected tokens per target pass
     chunked: bool = False        # the step carries its share of the prefills (Mode.CHUNKED)
     ttft_steps: int = 0          # chunked: decode steps the longest prompt's chunks ride
-    first: sp.Expr | None = None             # chunked: the TTFT in B (context substituted)
-    first_bs: sp.Expr | None = None          # the same in B and S
+    first_bs: sp.Expr | None = None          # chunked: the TTFT in B and S
     chunk_batch: int | None = None           # chunked: B <= C O / P (the chunk budget)
     prefill_layout: PrefillLayout | None = None   # disaggregated: the prefill replicas'
+
+    @property
+    def step(self) -> sp.Expr:
+        """Decode time per token in ``B``: :attr:`step_bs` at :attr:`context`."""
+        return self.step_bs.xreplace({S: self.context})
+
+    @property
+    def first(self) -> sp.Expr | None:
+        """Chunked: the TTFT in ``B``, :attr:`first_bs` at :attr:`context`."""
+        return None if self.first_bs is None else self.first_bs.xreplace({S: self.context})
 
 
 def step_time(r: Roofline, service: Service) -> sp.Expr:
@@ -329,22 +337,21 @@ def formulas(model: TransformerModel, lay: Layout, offer: Offer, traffic: Traffi
 
     if prefill_on is not None:  # disaggregated: the prefill replicas' own split
         ttft = (prefill_on.prefill + prefill_on.transfer).xreplace({S: traffic.longest_prompt})
-        return Formulas(lay, context, step_bs.xreplace({S: context}), step_bs, ttft,
+        return Formulas(lay, context, step_bs, ttft,
                         _traffic_mean(prefill_on.prefill, traffic), mem, traffic.mean_output,
                         tokens, prefill_layout=prefill_on)
     pre_s, pr, pre_weights = _prefill_time(m, lay.tp, lay.pp, lay, offer, service)
     ttft = pre_s.xreplace({S: traffic.longest_prompt})
     mean = _traffic_mean(pre_s, traffic)
     if service.mode != Mode.CHUNKED:
-        return Formulas(lay, context, step_bs.xreplace({S: context}), step_bs, ttft, mean, mem,
-                        traffic.mean_output, tokens)
+        return Formulas(lay, context, step_bs, ttft, mean, mem, traffic.mean_output, tokens)
     step_bs = _chunked_step(r, pr, pre_weights, traffic, service,
                             B / sp.Rational(str(traffic.mean_output)))
     c = service.chunk_tokens
     budget = math.floor(c * traffic.mean_output / traffic.mean_prompt * (1 + 1e-12))
     if service.chunk_ttft != ChunkTTFT.STEPS:
-        return Formulas(lay, context, step_bs.xreplace({S: context}), step_bs, ttft, mean,
-                        mem, traffic.mean_output, tokens, True, chunk_batch=budget)
+        return Formulas(lay, context, step_bs, ttft, mean, mem, traffic.mean_output, tokens,
+                        True, chunk_batch=budget)
     full, rest = divmod(traffic.longest_prompt, c)
     mean_prompt = sp.Rational(str(traffic.mean_prompt))
 
@@ -352,9 +359,8 @@ def formulas(model: TransformerModel, lay: Layout, offer: Offer, traffic: Traffi
         return _chunked_step(r, pr, pre_weights, traffic, service, sp.Integer(n) / mean_prompt)
 
     first_bs = full * carrying(c) + (carrying(rest) if rest else sp.Integer(0))
-    return Formulas(lay, context, step_bs.xreplace({S: context}), step_bs, sp.Integer(0), mean,
-                    mem, traffic.mean_output, tokens, True, full + (1 if rest else 0),
-                    first_bs.xreplace({S: context}), first_bs, budget)
+    return Formulas(lay, context, step_bs, sp.Integer(0), mean, mem, traffic.mean_output,
+                    tokens, True, full + (1 if rest else 0), first_bs, budget)
 
 
 def _chunked_step(r: Roofline, pr: Roofline, pre_weights: sp.Expr, traffic: Traffic,

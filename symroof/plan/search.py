@@ -2,7 +2,7 @@
 
 A :class:`Block` is one layout's formulas over a range of batches x a set of contexts,
 with the numbers it is judged by; :func:`evaluate_block` evaluates the decode step time
-with the layout's compiled function (:func:`symroof.lambdified.function`, once per
+with the layout's compiled function (:func:`symroof.compiled.lambdified.function`, once per
 formula and process), derives every serving figure from it with numpy, and reduces the
 block to what the plan needs: how many points meet the objectives, the best of them, the
 Pareto front of tokens/s per user against tokens/s per chip, and the point closest to
@@ -41,7 +41,7 @@ import numpy as np
 import sympy as sp
 
 from symroof.errors import SymroofError
-from symroof.lambdified import function
+from symroof.compiled.lambdified import function
 from symroof.symbols import B, S
 
 __all__ = ["Block", "BlockResult", "evaluate_block", "run_blocks", "EXECUTORS", "OBJECTIVES",
