@@ -295,6 +295,36 @@ def _kernel(g: Graph, tensors: list[Tensor]) -> frozenset[str]:
                      if op is not None and not isinstance(op, View))
 
 
+class _ChunkOps:
+    """The tensors a chunked form builds, gathered for :func:`_kernel`: :meth:`keep` adds
+    one; :meth:`view` reshapes a tensor to (or from) chunks, a view where the sizes agree,
+    else a move reading what is kept (the last chunk padded, or cut off), and adds it."""
+
+    def __init__(self, b: Builder) -> None:
+        self.b = b
+        self.tensors: list[Tensor] = []
+
+    def keep(self, t: Tensor) -> Tensor:
+        self.tensors.append(t)
+        return t
+
+    def view(self, t: Tensor, shape: tuple[sp.Expr, ...], name: str) -> Tensor:
+        g, size = self.b.g, sp.Mul(*shape)
+        out = g.view(t, shape, name=self.b.n(name)) if sp.expand(t.numel - size) == 0 else \
+            g.move(t, name=self.b.n(name), shape=shape, read_fraction=sp.Min(1, size / t.numel))
+        return self.keep(out)
+
+
+def _write_state(b: Builder, new: Tensor, shape: tuple[sp.Expr, ...], sb: sp.Expr,
+                 ops: list[Tensor]) -> None:
+    """A decode step's updated state written back to the cache (``state_write``), added
+    to the step's ``ops``."""
+    write = b.g.move(new, name=b.n("ssm_state_write"), shape=shape, kind=Kind.KV_CACHE,
+                     bytes_per_value=sb)
+    b.g.output(write)
+    ops.append(write)
+
+
 def short_conv_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
                      decode: bool) -> Tensor:
     """An LFM2 short-convolution block on the normed input ``h``: the in-projection
@@ -385,19 +415,8 @@ def _chunked(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Ten
     per = hd / grp
     lead = (batch, nc, grp)
     frac = causal_fraction(c.causal, q)
-    ops: list[Tensor] = []
-
-    def v(t: Tensor, shape: tuple[sp.Expr, ...], name: str) -> Tensor:
-        size = sp.Mul(*shape)
-        out = g.view(t, shape, name=b.n(name)) if sp.expand(t.numel - size) == 0 else \
-            g.move(t, name=b.n(name), shape=shape,  # the last chunk padded, or cut off
-                   read_fraction=sp.Min(1, size / t.numel))
-        ops.append(out)
-        return out
-
-    def keep(t: Tensor) -> Tensor:
-        ops.append(t)
-        return t
+    ops = _ChunkOps(b)
+    keep, v = ops.keep, ops.view
 
     x6 = v(x, (*lead, per, q, p), "ssd_x")
     b5 = v(bm, (*lead, 1, q, n), "ssd_B")
@@ -438,7 +457,7 @@ def _chunked(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Ten
                            flops_per_element=4))  # y_off * decay + y_diag + D x
     out = v(y, (batch, seq, hd * p), "ssd_y")
     if c.fused:
-        names = _kernel(g, ops)
+        names = _kernel(g, ops.tensors)
         b.fusions.append((names, ssd_tile_bytes(q, p, n, x.bytes_per_value)))
     return out
 
@@ -494,10 +513,7 @@ def _step(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor
     out = g.view(y, (batch, 1, hd * p), name=b.n("step_y"))
     ops += [new, ch, hc, y, out]
     if c.state_write:
-        write = g.move(new, name=b.n("ssm_state_write"), shape=shape, kind=Kind.KV_CACHE,
-                       bytes_per_value=sb)
-        g.output(write)
-        ops.append(write)
+        _write_state(b, new, shape, sb, ops)
     if c.fused:
         names = _kernel(g, ops)
         b.fusions.append((names, 4 * p * n))
@@ -628,17 +644,8 @@ def _delta_chunked(b: Builder, s: DeltaShape, q: Tensor, k: Tensor, v: Tensor, g
     per = hv / hk
     lead = (batch, nc, hk)
     frac = causal_fraction(c.causal, qc)
-    ops: list[Tensor] = []
-
-    def keep(t: Tensor) -> Tensor:
-        ops.append(t)
-        return t
-
-    def v_(t: Tensor, shape: tuple[sp.Expr, ...], name: str) -> Tensor:
-        size = sp.Mul(*shape)
-        out = g.view(t, shape, name=b.n(name)) if sp.expand(t.numel - size) == 0 else \
-            g.move(t, name=b.n(name), shape=shape, read_fraction=sp.Min(1, size / t.numel))
-        return keep(out)
+    ops = _ChunkOps(b)
+    keep, v_ = ops.keep, ops.view
 
     channel = s.decay == "channel"  # Kimi: the decay per key channel (width gw)
     gw = dk if channel else sp.Integer(1)
@@ -697,7 +704,7 @@ def _delta_chunked(b: Builder, s: DeltaShape, q: Tensor, k: Tensor, v: Tensor, g
     o = keep(g.elementwise(inter, intra, name=b.n("delta_out"), flops_per_element=1))
     out = v_(o, (batch, seq, hv * dv), "delta_y")
     if c.fused:
-        b.fusions.append((_kernel(g, ops), None))
+        b.fusions.append((_kernel(g, ops.tensors), None))
     return out
 
 
@@ -729,10 +736,7 @@ def _delta_step(b: Builder, s: DeltaShape, q: Tensor, k: Tensor, v: Tensor, gate
     out = g.view(o, (batch, 1, hv * dv), name=b.n("step_y"))
     ops += [kh, qh, decayed, mem, delta, outer, new, o, out]
     if c.state_write:
-        write = g.move(new, name=b.n("ssm_state_write"), shape=shape, kind=Kind.KV_CACHE,
-                       bytes_per_value=sb)
-        g.output(write)
-        ops.append(write)
+        _write_state(b, new, shape, sb, ops)
     if c.fused:
         b.fusions.append((_kernel(g, ops), None))
     return out
@@ -795,17 +799,8 @@ def _lightning_blocks(b: Builder, s: LightningShape, q: Tensor, k: Tensor, v: Te
     hd, d = s.heads, s.head_dim
     lead = (batch, nc, hd)
     frac = causal_fraction(c.causal, qc)
-    ops: list[Tensor] = []
-
-    def keep(t: Tensor) -> Tensor:
-        ops.append(t)
-        return t
-
-    def v_(t: Tensor, shape: tuple[sp.Expr, ...], name: str) -> Tensor:
-        size = sp.Mul(*shape)
-        out = g.view(t, shape, name=b.n(name)) if sp.expand(t.numel - size) == 0 else \
-            g.move(t, name=b.n(name), shape=shape, read_fraction=sp.Min(1, size / t.numel))
-        return keep(out)
+    ops = _ChunkOps(b)
+    keep, v_ = ops.keep, ops.view
 
     q5, k5, v5 = (v_(t, (*lead, qc, d), f"light_{p}") for t, p in ((q, "q"), (k, "k"),
                                                                     (v, "v")))
@@ -821,7 +816,7 @@ def _lightning_blocks(b: Builder, s: LightningShape, q: Tensor, k: Tensor, v: Te
     o = keep(g.elementwise(inter, intra, name=b.n("light_out"), flops_per_element=1))
     out = v_(o, (batch, seq, hd * d), "light_y")
     if c.fused:
-        b.fusions.append((_kernel(g, ops), None))
+        b.fusions.append((_kernel(g, ops.tensors), None))
     return out
 
 
@@ -844,10 +839,7 @@ def _lightning_step(b: Builder, s: LightningShape, q: Tensor, k: Tensor, v: Tens
     out = g.view(o, (batch, 1, hd * d), name=b.n("step_y"))
     ops = [qv, kv, vv, decayed, outer, new, o, out]
     if c.state_write:
-        write = g.move(new, name=b.n("ssm_state_write"), shape=shape, kind=Kind.KV_CACHE,
-                       bytes_per_value=sb)
-        g.output(write)
-        ops.append(write)
+        _write_state(b, new, shape, sb, ops)
     if c.fused:
         b.fusions.append((_kernel(g, ops), None))
     return out
