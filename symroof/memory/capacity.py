@@ -21,8 +21,9 @@ import sympy as sp
 from symroof import hardware
 from symroof.errors import SymroofError
 from symroof.hardware import HardwareSpec
-from symroof.ir import Kind, as_dim
+from symroof.ir import as_dim
 from symroof.memory.fit import device_memory, fraction
+from symroof.memory.parts import memory_parts
 from symroof.models import TransformerModel
 from symroof.options import WindowCache
 from symroof.precision import Precision
@@ -46,10 +47,10 @@ def kv_cache_per_device(model: TransformerModel, *, batch: object, context: obje
     """KV-cache bytes one device holds for ``batch`` sequences at ``context`` positions
     (a decode graph's cache tensors, sharded: KV heads split or replicated, a stage's
     layers); a windowed layer's buffer holds ``window_cache`` positions (default W; see
-    :class:`symroof.options.WindowCache`)."""
-    dec = decode(_model(model, "kv_cache_per_device").as_cached(window_cache), batch,
-                 context, tp=tp, pp=pp)
-    return dec.cost.bytes_by_kind.get(Kind.KV_CACHE, sp.Integer(0))
+    :class:`symroof.options.WindowCache`): the graph's parts, as :func:`max_sequences`
+    reads them (:func:`symroof.memory.parts.memory_parts`)."""
+    return memory_parts(decode(_model(model, "kv_cache_per_device").as_cached(window_cache),
+                               batch, context, tp=tp, pp=pp)).kv_cache
 
 
 @dataclass(frozen=True)
