@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
     from symroof.errors import SymroofError
     from symroof.compiled import sweep
     from symroof.evaluate import Roofline, evaluate, roofline
-    from symroof.footprint import Footprint, capacity, memory
+    from symroof.memory.capacity import capacity
+    from symroof.memory.footprint import Footprint, memory
     from symroof.ir import (Elementwise, Gather, Gemm, Graph, Kind, Move, OpGroup, Reduce, Role,
                             Tensor, View)
     from symroof.options import (Causal, DecodeTraffic, ExpertReads, FlopCount, LatentDecode,
@@ -65,7 +66,8 @@ _FROM: dict[str, tuple[str, ...]] = {
     "symroof.errors": ("SymroofError",),
     "symroof.compiled": ("sweep",),  # evaluate.sweep's meaning, compiled once per formula
     "symroof.evaluate": ("Roofline", "evaluate", "roofline"),
-    "symroof.footprint": ("Footprint", "capacity", "memory"),
+    "symroof.memory.capacity": ("capacity",),
+    "symroof.memory.footprint": ("Footprint", "memory"),
     "symroof.ir": ("Elementwise", "Gather", "Gemm", "Graph", "Kind", "Move", "OpGroup",
                    "Reduce", "Role", "Tensor", "View"),
     "symroof.options": ("Causal", "DecodeTraffic", "ExpertReads", "FlopCount", "LatentDecode",
