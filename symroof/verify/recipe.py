@@ -170,6 +170,9 @@ class Context:
         default_factory=dict)
     twin_context: Context | None = None  # the twins' own context and caches, made once
     named: dict[str, Any] = field(default_factory=dict)  # a recipe's named form, once
+    # a claim's recipe evaluated, once per recipe and assumptions (a table's rows differ
+    # only in subs): its value and the symbols its inputs use (see formula_of)
+    formulas: dict[str, tuple[Any, frozenset[sp.Basic]]] = field(default_factory=dict)
 
     def with_twins(self) -> Context:
         """This file's context for deriving with twins (one per file: caches shared)."""
@@ -695,6 +698,28 @@ def evaluate(node: object, ctx: Context, env: Mapping[str, Any], where: str) -> 
     if value.has(sp.nan, sp.zoo):
         raise SymroofError(f"{where}: the {kind} node's value is undefined ({value})")
     return _bounded(_subs(node, value, mine, ctx, env, where), ctx, where)
+
+
+def formula_of(node: object, ctx: Context, where: str) -> Any:
+    """``evaluate(node, ctx, {}, where)``, remembered per claim file: the rows of a table
+    and the alternatives of several claims share one recipe, whose value (before any
+    claim's substitution) depends only on the recipe and the assumptions in force. The
+    symbols its inputs use are recorded again on each use; an error is never remembered
+    (each claim names its own field in it)."""
+    if ctx.twins or ctx.light_only or ctx.in_guard:  # twins log what each build meets
+        return evaluate(node, ctx, {}, where)
+    key = json.dumps([node, sorted(ctx.assumptions)], sort_keys=True, default=str)
+    hit = ctx.formulas.get(key)
+    if hit is None:
+        before, ctx.mentioned = ctx.mentioned, set()
+        try:
+            value = evaluate(node, ctx, {}, where)
+            hit = ctx.formulas[key] = (value, frozenset(ctx.mentioned))
+        finally:
+            ctx.mentioned |= before
+    else:
+        ctx.mentioned |= hit[1]
+    return hit[0]
 
 
 def _let(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any], where: str) -> Any:
