@@ -644,6 +644,10 @@ _OP_PARTS = ("op_F", "op_Q", "op_Qr", "op_Qw")
 
 
 def _workload_q(a: Analysis, q: str, where: str) -> sp.Expr:
+    if q != "I" and a.bytes != 0:  # one sum: the intensity (a cancel) is not needed
+        sums = _calling(where, lambda: a._sums)  # noqa: SLF001 - quantities but I
+        if q in sums:
+            return sums[q]
     quantities = _calling(where, lambda: a.quantities)
     if q in quantities:
         return quantities[q]
