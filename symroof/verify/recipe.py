@@ -739,6 +739,7 @@ def _let(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any], where: s
     return _expr_node(node, ctx, scope, where)
 
 
+@functools.lru_cache(maxsize=1024)  # recipes of several claims tidy the same ratio
 def _tidy(value: sp.Expr) -> sp.Expr:
     return sp.factor_terms(sp.cancel(value))  # a ratio of byte counts reads as 2, not x/y
 
