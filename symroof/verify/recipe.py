@@ -173,6 +173,7 @@ class Context:
     # a claim's recipe evaluated, once per recipe and assumptions (a table's rows differ
     # only in subs): its value and the symbols its inputs use (see formula_of)
     formulas: dict[str, tuple[Any, frozenset[sp.Basic]]] = field(default_factory=dict)
+    graph_symbols: dict[Analysis, frozenset[sp.Basic]] = field(default_factory=dict)
 
     def with_twins(self) -> Context:
         """This file's context for deriving with twins (one per file: caches shared)."""
@@ -504,9 +505,11 @@ def _mention_model(ctx: Context, m: TransformerModel) -> TransformerModel:
 def _mention_graph(ctx: Context, a: Analysis) -> Analysis:
     """Record the symbols of a workload's tensors (shapes, bytes) as used by the recipe:
     an attention layer's intensity cancels D, but a claim's D = 4096 is its input."""
-    for t in a.graph.tensors:
-        for e in (*t.shape, t.bytes_per_value):
-            ctx.mentioned |= e.free_symbols
+    found = ctx.graph_symbols.get(a)
+    if found is None:  # a cached workload is met again by many claims: its symbols once
+        found = ctx.graph_symbols[a] = frozenset().union(*(
+            e.free_symbols for t in a.graph.tensors for e in (*t.shape, t.bytes_per_value)))
+    ctx.mentioned |= found
     return a
 
 

@@ -262,8 +262,8 @@ def _named_form(claim: Claim, result: Result, ctx: Context, twins: Context) -> N
                 q = evaluate(inner["Q"], twins, {}, where)
                 mentioned = ctx.mentioned
                 try:
-                    roofline = (f, q, evaluate(inner["F"], ctx, {}, where),
-                                evaluate(inner["Q"], ctx, {}, where))
+                    roofline = (f, q, formula_of(inner["F"], ctx, where),
+                                formula_of(inner["Q"], ctx, where))
                 finally:
                     ctx.mentioned = mentioned
             else:
