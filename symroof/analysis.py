@@ -158,7 +158,15 @@ class Analysis(Rich):
         - ``Q_<kind>``: counted bytes of each tensor kind (``Q_weight``, ``Q_kv_cache``, ...);
         - ``tokens``: tokens one run processes, where the workload has them.
         """
-        q: dict[str, sp.Expr] = {"F": self.flops, "Q": self.bytes, "I": self.intensity,
+        rest = self._sums
+        return MappingProxyType({"F": rest["F"], "Q": rest["Q"], "I": self.intensity,
+                                 **{k: v for k, v in rest.items() if k not in ("F", "Q")}})
+
+    @cached_property
+    def _sums(self) -> Mapping[str, sp.Expr]:
+        """:attr:`quantities` but ``I`` (the one that needs a cancel): a reader of one
+        other quantity (a claim's ``q = "F"``) need not cancel the intensity."""
+        q: dict[str, sp.Expr] = {"F": self.flops, "Q": self.bytes,
                                  "F_weights": self.flops_by_operand["weight"],
                                  "F_attention": self.flops_by_operand["activation"]}
         for kind in Kind:

@@ -60,9 +60,11 @@ def display(expr: object) -> sp.Expr:
     if e.is_Add and _monomial_denominators(e.args) and any(
             sp.fraction(t)[1] != 1 for t in e.args):
         return e  # a sum of simple fractions (n/d + 1/B) reads best as it is
+    if e.is_polynomial() and not e.has(sp.Float):
+        return sp.expand(e)  # a polynomial reads best as a sum: 2*P + 4*L*S*D
     e = sp.cancel(e)
     if sp.fraction(e)[1] == 1:
-        return sp.expand(e)  # a polynomial reads best as a sum: 2*P + 4*L*S*D
+        return sp.expand(e)
     e = positive_denominator(sp.factor_terms(e))
     for bsym in byte_symbols(e):
         x = sp.cancel(e * bsym)

@@ -49,40 +49,33 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import sympy as sp
 
 from symroof import bounds, hardware
-from symroof.analysis import Analysis, analyze
-from symroof.budget import check_expr, check_number, guarded, light, substitute
+from symroof.budget import guarded, light
 from symroof.errors import SymroofError, suggest
-from symroof.evaluate import Roofline, roofline, symbol_map
+from symroof.evaluate import Roofline, roofline
 from symroof.footprint import capacity, memory
-from symroof.ir import Graph
-from symroof.ir.nodes import Kind
-from symroof.models import TransformerModel, get, transformer
-from symroof.parse import FUNCTIONS, parse_expr
-from symroof.passes.fuse import fuse_pass
-from symroof.passes.pipeline import Pass, Pipeline
-from symroof.passes.tile import tile_pass
+from symroof.parse import FUNCTIONS
 from symroof.solve import crossover, crossover_curve, limit, sensitivity, theta
-from symroof.symbols import CANONICAL, dim, quantity
-from symroof.verify.grammar import NODE_KEYS, SPEC_KEYS, check_keys
-from symroof.verify.named import twin
+from symroof.symbols import CANONICAL
+from symroof.verify.builds import (_KIND_NAMES, _OP_PARTS, BUILDERS, _workload_q, model,
+                                   workload)
+from symroof.verify.context import (Context, _algebra, _args, _bounded, _brief, _calling,
+                                    _count, _expr, _flag, _Heavy, _index, _option,
+                                    _structural, _subs, _table, _text, check_value, declare,
+                                    declare_each)
+from symroof.verify.grammar import NODE_KEYS, check_keys
 from symroof.workloads.attention import ElementwiseFlops
-from symroof.workloads import registry
 
+# Context, declare, declare_each and check_value live in symroof.verify.context, model,
+# workload and BUILDERS in symroof.verify.builds; they are this module's names too.
 __all__ = ["ASSUMPTIONS", "Context", "declare", "declare_each", "evaluate", "model", "workload",
            "check_value", "OPERATIONS", "BUILDERS", "CONSTANTS", "QUANTITY_NAMES"]
 
-#: Workload builders a recipe may name: the one registry's (its options are the builders'
-#: keyword-only parameters, checked by the registry as the command line's are).
-BUILDERS = registry.ENTRIES
 
 #: Named operations a recipe may call (nothing else is reachable from a claim file).
 OPERATIONS: Mapping[str, Callable[..., Any]] = {
@@ -97,7 +90,6 @@ OPERATIONS: Mapping[str, Callable[..., Any]] = {
 CONSTANTS: Mapping[str, int] = {f"elementwise_flops.{k}": v
                                 for k, v in vars(ElementwiseFlops()).items()}
 
-_STRING_FIELDS = frozenset({"mlp", "norm", "positions", "activation", "name"})
 _ROOFLINE_FIELDS = ("time_s", "compute_time_s", "memory_time_s", "time_serial_s",
                     "tokens_per_s", "tokens_per_s_per_user", "attainable", "peak", "bandwidth",
                     "ridge", "intensity", "flops", "bytes", "margin")
@@ -147,529 +139,6 @@ def _roofline_specs(node: object) -> list[Any]:
     return []
 
 
-@dataclass
-class Context:
-    """The names a claim file declares, and caches shared by its claims."""
-
-    declared: Mapping[str, sp.Symbol]
-    path: str = "<claims>"
-    text: str = ""  # the claim file's text, to name the line of a field
-    workloads: dict[str, Analysis] = field(default_factory=dict)
-    models: dict[str, TransformerModel] = field(default_factory=dict)
-    refused: Mapping[str, str] = field(default_factory=dict)  # bad [symbols] entries: why
-    light_only: bool = False  # a structural node's first try: a heavy leaf goes to the guard
-    in_guard: bool = False    # in the guarded child: everything runs here
-    mentioned: set[sp.Basic] = field(default_factory=set)  # symbols the recipe's inputs use
-    assumptions: frozenset[str] = frozenset()  # the claim's stated assumptions, in force
-    # presets replaced by their twins (symroof.verify.named); each twin met: the numbers
-    # its symbols stand for and its parameter count (a cached model or workload logs the
-    # twins its build met, and meets them again when the cache answers)
-    twins: bool = False
-    twin_seen: list[tuple[dict[sp.Symbol, sp.Expr], sp.Expr]] = field(default_factory=list)
-    twin_log: dict[str, list[tuple[dict[sp.Symbol, sp.Expr], sp.Expr]]] = field(
-        default_factory=dict)
-    twin_context: Context | None = None  # the twins' own context and caches, made once
-    named: dict[str, Any] = field(default_factory=dict)  # a recipe's named form, once
-
-    def with_twins(self) -> Context:
-        """This file's context for deriving with twins (one per file: caches shared)."""
-        if self.twin_context is None:
-            self.twin_context = Context(self.declared, self.path, self.text,
-                                        refused=self.refused, twins=True)
-        return self.twin_context
-
-    def symbol(self, name: str, where: str) -> sp.Symbol:
-        if not isinstance(name, str):
-            raise SymroofError(f"{where}: expected a symbol's name, got {name!r}")
-        if name in CANONICAL:
-            return CANONICAL[name]
-        if name in self.declared:
-            return self.declared[name]
-        if name in self.refused:
-            raise SymroofError(f"{where}: symbol {name!r} is not declared: {self.refused[name]}")
-        raise SymroofError(f"{where}: unknown symbol {name!r}"
-                           f"{suggest(name, [*CANONICAL, *self.declared])}; declare it in the "
-                           "claim file's [symbols] table")
-
-
-def declare(symbols: Mapping[str, object], where: str) -> dict[str, sp.Symbol]:
-    """The claim file's ``[symbols]``: ``name = "dimension"`` (a positive integer) or
-    ``"quantity"`` (a positive real: a peak, a bandwidth)."""
-    out, refused = declare_each(symbols, where)
-    if refused:
-        raise SymroofError(next(iter(refused.values())))
-    return out
-
-
-def declare_each(symbols: Mapping[str, object],
-                 where: str) -> tuple[dict[str, sp.Symbol], dict[str, str]]:
-    """:func:`declare`, keeping going: (the symbols declared, why each other was not)."""
-    out: dict[str, sp.Symbol] = {}
-    refused: dict[str, str] = {}
-    for name, kind in symbols.items():
-        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_") \
-                or name in FUNCTIONS or name == "oo":
-            refused[str(name)] = (f"{where} symbols.{name}: expected a name of letters, digits "
-                                  "and _ (not a function's name)")
-        elif name in CANONICAL:
-            refused[name] = (f"{where} symbols.{name}: {name} is a canonical symbol (a positive "
-                             "integer dimension); use it without declaring it")
-        elif kind == "dimension":
-            out[name] = dim(name)
-        elif kind == "quantity":
-            out[name] = quantity(name)
-        else:
-            refused[name] = (f"{where} symbols.{name}: expected \"dimension\" or \"quantity\", "
-                             f"got {kind!r}")
-    return out, refused
-
-
-# -- bounds ---------------------------------------------------------------------------
-
-
-class _Heavy(Exception):
-    """A leaf past the light limits inside a structural node's first, unguarded try."""
-
-
-def _bounded(value: sp.Expr, ctx: Context, where: str) -> sp.Expr:
-    """``value`` within the budget's size, degree and digits (symroof.budget)."""
-    check_expr(value, where)
-    check_number(value, where)
-    if ctx.light_only and not light(value):
-        raise _Heavy(where)
-    return value
-
-
-def _algebra(step: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` here when every expression among ``args`` is light, else in the
-    budget's guarded child (its seconds and memory limits)."""
-    exprs = [a for a in args if isinstance(a, sp.Basic)]
-    exprs += [x for a in args if isinstance(a, (list, tuple)) for x in a
-              if isinstance(x, sp.Basic)]
-    return guarded(step, fn, *args, unguarded=all(light(e) for e in exprs))
-
-
-def _structural(fn: Callable[[Mapping[str, Any], Context, Mapping[str, Any], str], Any]
-                ) -> Callable[[Mapping[str, Any], Context, Mapping[str, Any], str], Any]:
-    """A node that builds a workload or model from its leaves: run here while every leaf
-    is light (the library's own formulas on small sizes), else again, whole, in the
-    budget's guarded child, so that sizes composed from ``let`` bindings cannot run the
-    builders or their algebra past the seconds and memory limits."""
-    @functools.wraps(fn)
-    def run(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any], where: str) -> Any:
-        if ctx.light_only or ctx.in_guard:
-            return fn(node, ctx, env, where)
-        ctx.light_only = True
-        try:
-            return fn(node, ctx, env, where)
-        except _Heavy:
-            if ctx.twins:  # a named form is shown only where it comes cheaply
-                raise SymroofError(f"{where}: too large for a named form") from None
-        finally:
-            ctx.light_only = False
-        value, mentioned = guarded(where, _in_guard, fn, node, ctx, env, where)
-        ctx.mentioned |= mentioned
-        return value
-    return run
-
-
-def _in_guard(fn: Callable[..., Any], node: Mapping[str, Any], ctx: Context,
-              env: Mapping[str, Any], where: str) -> tuple[Any, set[sp.Basic]]:
-    ctx.in_guard = True  # the child's copy of the context
-    return fn(node, ctx, env, where), ctx.mentioned
-
-
-def check_value(sym: sp.Symbol, value: sp.Expr, where: str, *, point: bool = False) -> sp.Expr:
-    """A value substituted for ``sym``: the library's rule (finite, real; a dimension a
-    positive integer, a quantity positive; :func:`symroof.evaluate.symbol_map`), within
-    the size, degree and digits limits. ``point``: a recipe's own substitution, which
-    evaluates a formula at a point: there a dimension may be fractional (a crossover at
-    n = 59364/67) or 0 (a term taken out), never negative."""
-    check_number(value, where)
-    if not (point and value == 0):
-        try:
-            symbol_map(sym, {sym: value}, integers=not point)
-        except SymroofError as err:
-            raise SymroofError(f"{where}: {err}") from None
-    if value.free_symbols:
-        check_expr(value, where)
-        if value.is_positive is False or (sym.is_integer and value.is_integer is False
-                                          and not point):
-            kind = ("a positive integer (a dimension)" if sym.is_integer and not point
-                    else "a positive value")
-            raise SymroofError(f"{where}: value of {sym}: expected {kind}, got {value}")
-    return value
-
-
-# -- leaves -------------------------------------------------------------------------
-
-_NAME = re.compile(r"[A-Za-z_]\w*")
-
-
-def _expr(text: object, ctx: Context, env: Mapping[str, Any], where: str) -> sp.Expr:
-    if isinstance(text, bool):
-        raise SymroofError(f"{where}: expected a number or an expression, got {text!r}")
-    if isinstance(text, int):
-        return _bounded(sp.Integer(text), ctx, where)
-    if isinstance(text, float):
-        if not math.isfinite(text):
-            raise SymroofError(f"{where}: expected a finite number, got {text!r}")
-        return _bounded(sp.Rational(repr(text)), ctx, where)
-    if not isinstance(text, str):
-        raise SymroofError(f"{where}: expected a number or an expression, got "
-                           f"{type(text).__name__} {_brief(text)}")
-    for name in _NAME.findall(text) if ctx.refused else ():
-        if name in ctx.refused and name not in env:
-            raise SymroofError(f"{where}: symbol {name!r} is not declared: {ctx.refused[name]}")
-    table: dict[str, sp.Basic] = {**CANONICAL, **ctx.declared}
-    names = {n: sp.Dummy(n) for n, v in env.items() if isinstance(v, sp.Basic)}
-    table.update(names)
-    if "oo" not in table:
-        table["oo"] = sp.oo
-    value = parse_expr(text, table, what=where)
-    if names:
-        value = substitute(value, {names[n]: env[n] for n in names}, where)
-    ctx.mentioned |= value.free_symbols
-    return _bounded(value, ctx, where)
-
-
-def _brief(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _subs(node: Mapping[str, Any], value: sp.Expr, mentioned: set[sp.Basic], ctx: Context,
-          env: Mapping[str, Any], where: str) -> sp.Expr:
-    """A node's ``subs`` applied to its value; each symbol must be one the node uses
-    (in its value, or in its inputs: an attention layer's D)."""
-    given = node.get("subs")
-    if given is None:
-        return value
-    table = _table(given, f"{where}.subs")
-    if not table:
-        return value
-    mapping: dict[sp.Symbol, sp.Expr] = {}
-    for k, v in table.items():
-        at = f"{where}.subs.{k}"
-        sym = ctx.symbol(k, at)
-        if sym not in value.free_symbols and sym not in mentioned:
-            used = ", ".join(sorted(str(x) for x in value.free_symbols | mentioned)) or "none"
-            raise SymroofError(f"{at}: the node does not use {k} (its symbols: {used})")
-        mapping[sym] = check_value(sym, _expr(v, ctx, env, at), at, point=True)
-    return substitute(value, mapping, f"{where}.subs")
-
-
-def _table(value: object, where: str, kind: str | None = None) -> Mapping[str, Any]:
-    """A table; with ``kind``, one whose keys are those :data:`SPEC_KEYS` lists for it."""
-    if not isinstance(value, Mapping):
-        raise SymroofError(f"{where}: expected a table, got {type(value).__name__} "
-                           f"{_brief(value)}")
-    if kind is not None:
-        check_keys(value, SPEC_KEYS[kind], where, f"a {kind} table")
-    return value
-
-
-def _args(node: Mapping[str, Any], where: str) -> list[Any]:
-    """A node's ``args``: a list (none when absent)."""
-    raw = node.get("args", [])
-    if not isinstance(raw, list):
-        raise SymroofError(f"{where}.args: expected a list of arguments, got {_brief(raw)}")
-    return raw
-
-
-def _text(value: object, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise SymroofError(f"{where}: expected a name, got {_brief(value)}")
-    return value
-
-
-def _option(spec: Mapping[str, Any], key: str, where: str, default: str | None) -> str | None:
-    """An optional name (precision, unit, level): a string, or the default when absent."""
-    value = spec.get(key, default)
-    if value is None:
-        return None
-    return _text(value, f"{where}.{key}")
-
-
-def _count(value: object, ctx: Context, env: Mapping[str, Any], where: str) -> int:
-    """A number of devices: a positive integer (not a fraction, a float or true)."""
-    if isinstance(value, (float, bool)):
-        raise SymroofError(f"{where}: expected a positive integer number of devices, got "
-                           f"{value!r}")
-    number = _expr(value, ctx, env, where)
-    if not (number.is_Integer and number > 0):
-        raise SymroofError(f"{where}: expected a positive integer number of devices, got "
-                           f"{number}")
-    return int(number)
-
-
-def _index(node: Mapping[str, Any], where: str) -> int:
-    value = node.get("index", 0)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise SymroofError(f"{where}.index: expected a non-negative integer, got "
-                           f"{_brief(value)}")
-    return value
-
-
-def _flag(spec: Mapping[str, Any], key: str, where: str, default: bool) -> bool:
-    value = spec.get(key, default)
-    if not isinstance(value, bool):
-        raise SymroofError(f"{where}.{key}: expected true or false, got {_brief(value)}")
-    return value
-
-
-def _calling(where: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-    """``fn(...)`` with a wrong argument (a TypeError, a ValueError, a KeyError from a
-    library function given a claim file's values) or what SymPy cannot do (a
-    NotImplementedError, an ArithmeticError such as PrecisionExhausted) named as the
-    field's error."""
-    try:
-        return fn(*args, **kwargs)
-    except SymroofError:
-        raise
-    except (TypeError, ValueError, KeyError, AttributeError, IndexError, NotImplementedError,
-            ArithmeticError) as err:
-        text = " ".join(str(err).split())
-        text = text if len(text) <= 200 else text[:197] + "..."
-        raise SymroofError(f"{where}: {type(err).__name__}: {text}") from None
-
-
-def _env_key(env: Mapping[str, Any]) -> list[tuple[str, str]]:
-    return sorted((k, sp.srepr(v) if isinstance(v, sp.Basic) else str(v))
-                  for k, v in env.items())
-
-
-# -- models and workloads -------------------------------------------------------------
-
-
-def model(spec: object, ctx: Context, env: Mapping[str, Any], where: str) -> TransformerModel:
-    """A model from a preset name or a table (see the module docstring)."""
-    key = json.dumps([spec, _env_key(env)], sort_keys=True, default=str)
-    if key in ctx.models:
-        ctx.twin_seen += ctx.twin_log.get(key, [])
-        return _mention_model(ctx, ctx.models[key])
-    mark = len(ctx.twin_seen)
-    if isinstance(spec, str):
-        m = _twin(get(spec), ctx, where)
-    else:
-        s = _table(spec, where, "model")
-        if "preset" in s:
-            m = _twin(get(_text(s["preset"], f"{where}.preset")), ctx, where)
-        elif "transformer" in s:
-            kw = {k: (v if k in _STRING_FIELDS or isinstance(v, bool) else
-                      _expr(v, ctx, env, f"{where}.transformer.{k}"))
-                  for k, v in _table(s["transformer"], f"{where}.transformer").items()}
-            m = _calling(f"{where}.transformer", transformer, **kw)
-        else:
-            raise SymroofError(f"{where}: expected a preset name, {{preset = ...}} or "
-                               f"{{transformer = {{...}}}}, got keys {sorted(s)}")
-        if "replace" in s:
-            changes = {k: v if k in _STRING_FIELDS or isinstance(v, bool) else
-                       _expr(v, ctx, env, f"{where}.replace.{k}")
-                       for k, v in _table(s["replace"], f"{where}.replace").items()}
-            m = _calling(f"{where}.replace", m.replace, **changes)
-        if "bytes" in s:
-            m = m.with_bytes(_expr(s["bytes"], ctx, env, f"{where}.bytes"))
-        formats = {k: _text(s[k], f"{where}.{k}") for k in ("weights", "kv_cache", "activations")
-                   if k in s}
-        if formats:
-            m = _calling(where, m.with_precision, **formats)
-    ctx.models[key] = m
-    if ctx.twins:
-        ctx.twin_log[key] = ctx.twin_seen[mark:]
-    return _mention_model(ctx, m)
-
-
-def _twin(m: TransformerModel, ctx: Context, where: str) -> TransformerModel:
-    """The preset itself, or (deriving the named form) its twin."""
-    if not ctx.twins:
-        return m
-    t, values = _calling(where, twin, m)
-    ctx.twin_seen.append((values, t.params))
-    return t
-
-
-def _mention_model(ctx: Context, m: TransformerModel) -> TransformerModel:
-    """Record the symbols of a model's fields as used by the recipe."""
-    for f in dataclasses.fields(m):
-        value = getattr(m, f.name)
-        if isinstance(value, sp.Basic):
-            ctx.mentioned |= value.free_symbols
-    return m
-
-
-def _mention_graph(ctx: Context, a: Analysis) -> Analysis:
-    """Record the symbols of a workload's tensors (shapes, bytes) as used by the recipe:
-    an attention layer's intensity cancels D, but a claim's D = 4096 is its input."""
-    for t in a.graph.tensors:
-        for e in (*t.shape, t.bytes_per_value):
-            ctx.mentioned |= e.free_symbols
-    return a
-
-
-def _arg(value: object, ctx: Context, env: Mapping[str, Any], where: str) -> object:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, list):
-        return tuple(_arg(v, ctx, env, where) for v in value)
-    return _expr(value, ctx, env, where)
-
-
-def _shape(row: list[Any], ctx: Context, env: Mapping[str, Any], at: str) -> tuple[sp.Expr, ...]:
-    if len(row) < 3 or not isinstance(row[2], list):
-        raise SymroofError(f"{at}: expected [kind, name, [sizes]]")
-    return tuple(_expr(x, ctx, env, at) for x in row[2])
-
-
-def _graph(rows: object, ctx: Context, env: Mapping[str, Any], where: str) -> Graph:
-    """A small custom graph: rows ``["input", name, [shape]]``, ``["elementwise", name,
-    [inputs], flops_per_element]``, ``["reduce", name, input]``, ``["output", name]``."""
-    if not isinstance(rows, list):
-        raise SymroofError(f"{where}: expected a list of rows")
-    g = Graph("claim")
-    t: dict[str, Any] = {}
-
-    def tensor(name: object, at: str) -> Any:
-        if not isinstance(name, str) or name not in t:
-            raise SymroofError(f"{at}: no tensor {_brief(name)} defined above")
-        return t[name]
-
-    for i, row in enumerate(rows):
-        at = f"{where}[{i}]"
-        if not isinstance(row, list) or len(row) < 2:
-            raise SymroofError(f"{at}: expected [kind, name, ...]")
-        kind, name = row[0], _text(row[1], at)
-        want = {"input": 3, "weight": 3, "elementwise": 3, "gemm": 4, "reduce": 3, "output": 2}
-        if kind not in want:
-            raise SymroofError(f"{at}: unknown row kind {_brief(kind)}; expected input, weight, "
-                               "elementwise, gemm, reduce, output")
-        if len(row) < want[kind] or len(row) > want[kind] + (kind == "elementwise"):
-            raise SymroofError(f"{at}: a {kind} row has {want[kind]} entries"
-                               f"{' (and flops per element)' if kind == 'elementwise' else ''}")
-        if kind == "input":
-            t[name] = _calling(at, g.input, name, _shape(row, ctx, env, at))
-        elif kind == "weight":
-            t[name] = _calling(at, g.weight, name, _shape(row, ctx, env, at))
-        elif kind == "elementwise":
-            if not isinstance(row[2], list):
-                raise SymroofError(f"{at}: expected [\"elementwise\", name, [inputs], flops]")
-            fpe = _expr(row[3], ctx, env, at) if len(row) > 3 else 1
-            t[name] = _calling(at, g.elementwise, *(tensor(x, at) for x in row[2]), name=name,
-                               flops_per_element=fpe)
-        elif kind == "gemm":
-            t[name] = _calling(at, g.gemm, tensor(row[2], at), tensor(row[3], at), name=name)
-        elif kind == "reduce":
-            t[name] = _calling(at, g.reduce, tensor(row[2], at), name=name)
-        else:
-            _calling(at, g.output, tensor(name, at))
-    return g
-
-
-def workload(spec: object, ctx: Context, env: Mapping[str, Any], where: str) -> Analysis:
-    """The analysis a workload table describes (cached per claim file)."""
-    s = _table(spec, where, "graph" if isinstance(spec, Mapping) and "graph" in spec
-               else "workload")
-    key = json.dumps([s, _env_key(env)], sort_keys=True, default=str)
-    if key in ctx.workloads:
-        ctx.twin_seen += ctx.twin_log.get(key, [])
-        return _mention_graph(ctx, ctx.workloads[key])
-    mark = len(ctx.twin_seen)
-    if "graph" in s:
-        a = _calling(where, analyze, _graph(s["graph"], ctx, env, f"{where}.graph"))
-    else:
-        name = _text(s.get("builder"), f"{where}.builder")
-        entry = BUILDERS.get(name)
-        if entry is None:
-            raise SymroofError(f"{where}.builder: unknown workload {name!r}"
-                               f"{suggest(name, BUILDERS)}; expected one of {', '.join(BUILDERS)}")
-        args = [_arg(v, ctx, env, f"{where}.args") for v in _args(s, where)]
-        if entry.model:
-            args.insert(0, model(s.get("model"), ctx, env, f"{where}.model"))
-        elif "model" in s:
-            models = ", ".join(n for n, e in BUILDERS.items() if e.model)
-            raise SymroofError(f"{where}.model: workload {name!r} takes no model (only "
-                               f"{models} do)")
-        kwargs = {k: _arg(v, ctx, env, f"{where}.kwargs.{k}")
-                  for k, v in _table(s.get("kwargs", {}), f"{where}.kwargs").items()}
-        options = dict(_table(s.get("options", {}), f"{where}.options"))
-        clash = set(kwargs) & set(options)
-        if clash:
-            raise SymroofError(f"{where}.kwargs: {', '.join(sorted(clash))} given twice (in "
-                               "kwargs and in options)")
-        a = _calling(f"{where}: {name}", entry.build, *args, options=options, where=where,
-                     **kwargs)
-    a = _passes(a, s, ctx, env, where)
-    ctx.workloads[key] = a
-    if ctx.twins:
-        ctx.twin_log[key] = ctx.twin_seen[mark:]
-    return _mention_graph(ctx, a)
-
-
-def _passes(a: Analysis, s: Mapping[str, Any], ctx: Context, env: Mapping[str, Any],
-            where: str) -> Analysis:
-    conv = a.convention
-    g = a.graph
-    # a claim's fuse and tile run as extra stages of the workload's pipeline, in the
-    # pipeline's order (fusion first: what stays on chip is a property of the kernels)
-    stages: list[tuple[str, Pass]] = []
-    if s.get("fuse"):
-        groups = s["fuse"]
-        if not isinstance(groups, list) or not all(
-                isinstance(x, list) and all(isinstance(n, str) for n in x) for x in groups):
-            raise SymroofError(f"{where}.fuse: expected a list of lists of op names, got "
-                               f"{_brief(groups)}")
-        stages.append(("fuse", _calling(f"{where}.fuse", fuse_pass,
-                                        [set(group) for group in groups])))
-    if s.get("tile"):
-        tiles = {_expr(k, ctx, env, f"{where}.tile"): _expr(v, ctx, env, f"{where}.tile.{k}")
-                 for k, v in _table(s["tile"], f"{where}.tile").items()}
-        stages.append(("tile", _calling(f"{where}.tile", tile_pass, tiles)))
-    for key, stage in stages:
-        g = _calling(f"{where}.{key}", Pipeline(f"claim {key}", (stage,)).apply, g)
-    if g is not a.graph:
-        a = Analysis(g, conv, a.tokens)   # the new graph's assumptions (tiles divide)
-    if s.get("convention"):
-        a = _calling(f"{where}.convention", a.with_convention,
-                     **_table(s["convention"], f"{where}.convention"))
-    return a
-
-
-#: The tensor kinds a ``Q_<kind>`` may name.
-_KIND_NAMES = tuple(k.value for k in Kind)
-#: One op's parts a workload node reads as ``<part>:<op>`` (FLOPs, bytes, read, written).
-_OP_PARTS = ("op_F", "op_Q", "op_Qr", "op_Qw")
-
-
-def _workload_q(a: Analysis, q: str, where: str) -> sp.Expr:
-    quantities = _calling(where, lambda: a.quantities)
-    if q in quantities:
-        return quantities[q]
-    if ":" in q:
-        what, _, op = q.partition(":")
-        if op not in a.per_op:
-            raise SymroofError(f"{where}.q: no op {op!r}{suggest(op, a.per_op)}")
-        c = a.per_op[op]
-        parts = dict(zip(_OP_PARTS, (c.flops, c.bytes, c.bytes_read, c.bytes_written)))
-        if what in parts:
-            return parts[what]
-        raise SymroofError(f"{where}.q: unknown per-op quantity {what!r}; expected "
-                           f"{', '.join(f'{p}:<op>' for p in parts)}")
-    if q.startswith("Q_"):  # a kind this workload's convention does not count moves 0 bytes
-        if q[2:] in _KIND_NAMES:
-            return sp.Integer(0)
-        raise SymroofError(f"{where}.q: unknown tensor kind {q[2:]!r}"
-                           f"{suggest(q[2:], _KIND_NAMES)}; Q_<kind> takes one of "
-                           f"{', '.join(_KIND_NAMES)}")
-    hint = _WORDS.get(q.lower())
-    hint = f" ({q} is {hint!r} here)" if hint in quantities else suggest(q, quantities)
-    raise SymroofError(f"{where}.q: unknown workload quantity {q!r}{hint}; expected one of "
-                       f"{', '.join(quantities)} (symroof report --reference lists each)")
-
-
-# the words an author writes for a workload's quantities, and the names they have here
-_WORDS = {"flops": "F", "flop": "F", "bytes": "Q", "traffic": "Q", "intensity": "I",
-          "ai": "I", "arithmetic_intensity": "I"}
-
 
 # -- the interpreter ------------------------------------------------------------------
 
@@ -697,6 +166,28 @@ def evaluate(node: object, ctx: Context, env: Mapping[str, Any], where: str) -> 
     return _bounded(_subs(node, value, mine, ctx, env, where), ctx, where)
 
 
+def formula_of(node: object, ctx: Context, where: str) -> Any:
+    """``evaluate(node, ctx, {}, where)``, remembered per claim file: the rows of a table
+    and the alternatives of several claims share one recipe, whose value (before any
+    claim's substitution) depends only on the recipe and the assumptions in force. The
+    symbols its inputs use are recorded again on each use; an error is never remembered
+    (each claim names its own field in it)."""
+    if ctx.twins or ctx.light_only or ctx.in_guard:  # twins log what each build meets
+        return evaluate(node, ctx, {}, where)
+    key = json.dumps([node, sorted(ctx.assumptions)], sort_keys=True, default=str)
+    hit = ctx.formulas.get(key)
+    if hit is None:
+        before, ctx.mentioned = ctx.mentioned, set()
+        try:
+            value = evaluate(node, ctx, {}, where)
+            hit = ctx.formulas[key] = (value, frozenset(ctx.mentioned))
+        finally:
+            ctx.mentioned |= before
+    else:
+        ctx.mentioned |= hit[1]
+    return hit[0]
+
+
 def _let(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any], where: str) -> Any:
     scope = dict(env)
     for name, sub in _table(node["let"], where).items():
@@ -710,6 +201,7 @@ def _let(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any], where: s
     return _expr_node(node, ctx, scope, where)
 
 
+@functools.lru_cache(maxsize=1024)  # recipes of several claims tidy the same ratio
 def _tidy(value: sp.Expr) -> sp.Expr:
     return sp.factor_terms(sp.cancel(value))  # a ratio of byte counts reads as 2, not x/y
 

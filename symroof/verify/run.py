@@ -53,8 +53,8 @@ from symroof.verify.compare import (comparison, half_unit, propagated_halfwidth,
 from symroof.verify.grammar import dimension_of
 from symroof.verify.derivation import Derivation, derivation, workload_spec
 from symroof.verify.named import Named, named_form
-from symroof.verify.recipe import (Context, _Heavy, check_value, declare_each, evaluate, honour,
-                                   workload)
+from symroof.verify.recipe import (Context, _Heavy, check_value, declare_each, evaluate,
+                                   formula_of, honour, workload)
 from symroof.verify.schema import Chart, Claim, ClaimFile, field_line
 
 __all__ = ["Result", "Alternative", "Outcome", "run_claims", "derive", "STATUSES",
@@ -161,7 +161,7 @@ def _subs(claim: Claim, ctx: Context, where: str,
 def derive(node: Any, subs_: Mapping[sp.Symbol, sp.Expr], ctx: Context,
            where: str) -> tuple[sp.Expr, sp.Expr]:
     """(the recipe's general formula, its value at ``subs_``), within the budget."""
-    formula = evaluate(node, ctx, {}, where)
+    formula = formula_of(node, ctx, where)  # a recipe's rows share its one evaluation
     if not isinstance(formula, sp.Expr):
         raise SymroofError(f"{where}: a claim derives one value, got {formula!r}")
     value = substitute(formula, dict(subs_), where) if subs_ else formula
@@ -262,8 +262,8 @@ def _named_form(claim: Claim, result: Result, ctx: Context, twins: Context) -> N
                 q = evaluate(inner["Q"], twins, {}, where)
                 mentioned = ctx.mentioned
                 try:
-                    roofline = (f, q, evaluate(inner["F"], ctx, {}, where),
-                                evaluate(inner["Q"], ctx, {}, where))
+                    roofline = (f, q, formula_of(inner["F"], ctx, where),
+                                formula_of(inner["Q"], ctx, where))
                 finally:
                     ctx.mentioned = mentioned
             else:

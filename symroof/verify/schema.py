@@ -231,6 +231,7 @@ def _line_at(text: str, needle: str) -> int:
     return text.count("\n", 0, m.start()) + 1 if m else 0
 
 
+@functools.lru_cache(maxsize=8192)  # a claim's checks name the same fields many times
 def field_line(text: str, start: int, name: str) -> int:
     """The line of field ``name`` in the entry whose ``[[...]]`` header is at line ``start``."""
     lines = _toml_lines(text)
