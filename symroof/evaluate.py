@@ -22,7 +22,8 @@ import sympy as sp
 from symroof import hardware, units
 from symroof.analysis import Analysis
 from symroof.budget import check_expr, check_rows, substitute
-from symroof.device import DeviceMemory, choose_link, device_memory, entry_sequences, fraction
+from symroof.device import choose_link, entry_sequences
+from symroof.memory.fit import DeviceMemory, device_memory, fraction
 from symroof.errors import SymroofError, shown
 from symroof.hardware import HardwareSpec
 from symroof.ir import Kind, as_expr
