@@ -140,6 +140,19 @@ class Fields:
                                f"0 .. {layers - 1}, got {value!r}")
         return set(value)
 
+    def kinds(self, key: str, layers: int, allowed: tuple[str, ...]) -> list[str] | None:
+        """A list of ``layers`` entries, each one of ``allowed`` (None when missing or null):
+        a per-layer pattern such as ``layer_types``."""
+        value = self.cfg.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or len(value) != layers or any(
+                t not in allowed for t in value):
+            odd = [t for t in value if t not in allowed] if isinstance(value, list) else []
+            raise SymroofError(f"{self.where}: field {key!r} must list {layers} entries of "
+                               f"{' or '.join(allowed)}; got {odd or value!r}"[:400])
+        return [str(t) for t in value]
+
     @staticmethod
     def renames(kind: str) -> dict[str, str]:
         """symroof's field names -> this family's config.json keys, for error messages."""
@@ -205,14 +218,8 @@ def window_of(f: Fields, kind: str, layers: int) -> tuple[int | None, list[bool]
         return None, [False] * layers  # a sliding_window value alone is inert
     # a missing field takes the family's default; an explicit null means no window
     window = f.dim("sliding_window", None) if "sliding_window" in f.cfg else default
-    types = f.cfg.get("layer_types")
+    types = f.kinds("layer_types", layers, ("full_attention", "sliding_attention"))
     if types is not None:
-        allowed = ("full_attention", "sliding_attention")
-        if not isinstance(types, list) or len(types) != layers or any(
-                t not in allowed for t in types):
-            odd = [t for t in types if t not in allowed] if isinstance(types, list) else types
-            raise SymroofError(f"{f.where}: field 'layer_types' must list {layers} entries of "
-                               f"{' or '.join(allowed)}; got {odd!r}"[:400])
         flags = [t == "sliding_attention" for t in types]
         if kind in _EVERY_LAYER and window is not None and not all(flags):
             raise SymroofError(f"{f.where}: field 'layer_types' lists full_attention layers, "
@@ -290,13 +297,7 @@ def moe_of(f: Fields, kind: str, layers: int, d_ff: int) -> tuple[dict[str, obje
         only, step = f.indices("mlp_only_layers", layers), f.dim("decoder_sparse_step", 1)
         dense = [i in only or (i + 1) % step != 0 for i in range(layers)]
     elif kind == "mellum":            # mlp_layer_types: "dense" or "sparse" per layer
-        types = f.cfg.get("mlp_layer_types")
-        if types is None:
-            types = ["sparse"] * layers
-        if not isinstance(types, list) or len(types) != layers or any(
-                t not in ("dense", "sparse") for t in types):
-            raise SymroofError(f"{f.where}: field 'mlp_layer_types' must list {layers} entries "
-                               f"of dense or sparse, got {types!r}"[:300])
+        types = f.kinds("mlp_layer_types", layers, ("dense", "sparse")) or ["sparse"] * layers
         dense = [t == "dense" for t in types]
     elif kind == "llama4_text":       # moe_layers, else every interleave_moe_layer_step-th
         step = f.dim("interleave_moe_layer_step", 1)
@@ -441,13 +442,8 @@ def chunks_of(f: Fields, layers: int) -> tuple[int | None, list[bool]]:
     5.24: ``layer_types`` when listed, else the layers with rotary, ``no_rope_layers`` 1,
     when ``attention_chunk_size`` is set; the others are global and without rotary)."""
     chunk = f.dim("attention_chunk_size", None) if "attention_chunk_size" in f.cfg else 8192
-    types = f.cfg.get("layer_types")
+    types = f.kinds("layer_types", layers, ("full_attention", "chunked_attention"))
     if types is not None:
-        allowed = ("full_attention", "chunked_attention")
-        if not isinstance(types, list) or len(types) != layers or any(
-                t not in allowed for t in types):
-            raise SymroofError(f"{f.where}: field 'layer_types' must list {layers} entries of "
-                               f"{' or '.join(allowed)}; got {types!r}"[:400])
         flags = [t == "chunked_attention" for t in types]
         if any(flags) and chunk is None:
             raise SymroofError(f"{f.where}: field 'attention_chunk_size' is null but "

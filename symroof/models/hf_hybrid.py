@@ -320,7 +320,7 @@ def _lfm2_ffn(f: Fields) -> int:
 
 def _lfm2(f: Fields, label: str, moe: bool = False) -> HybridModel:
     layers = f.layers("num_hidden_layers")
-    types = f.cfg.get("layer_types")
+    types = f.kinds("layer_types", layers, ("conv", "full_attention"))
     if types is None and moe:  # transformers 5.24 indexes config.layer_types per layer
         raise SymroofError(f"{f.where}: field 'layer_types' is required for lfm2_moe (conv "
                            "or full_attention per layer)")
@@ -328,10 +328,6 @@ def _lfm2(f: Fields, label: str, moe: bool = False) -> HybridModel:
         idx = f.indices("full_attn_idxs", layers) if "full_attn_idxs" in f.cfg \
             else set(range(layers))
         types = ["full_attention" if i in idx else "conv" for i in range(layers)]
-    if not isinstance(types, list) or len(types) != layers or any(
-            t not in ("conv", "full_attention") for t in types):
-        raise SymroofError(f"{f.where}: field 'layer_types' must list {layers} entries of conv "
-                           f"or full_attention, got {types!r}"[:300])
     d, heads = f.dim("hidden_size"), f.dim("num_attention_heads")
     extra: dict[str, Any] = {}
     mlp = ["dense"] * layers
@@ -456,15 +452,9 @@ def _qwen3_next(f: Fields, label: str) -> HybridModel:
 
 
 def _linear_types(f: Fields, layers: int) -> list[str]:
-    types = f.cfg.get("layer_types")
-    if types is None:  # transformers 5.24's default: full attention every 4th layer
-        types = ["full_attention" if (i + 1) % 4 == 0 else "linear_attention"
-                 for i in range(layers)]
-    if not isinstance(types, list) or len(types) != layers or any(
-            t not in ("linear_attention", "full_attention") for t in types):
-        raise SymroofError(f"{f.where}: field 'layer_types' must list {layers} entries of "
-                           f"linear_attention or full_attention, got {types!r}"[:300])
-    return types
+    # transformers 5.24's default: full attention every 4th layer
+    return f.kinds("layer_types", layers, ("linear_attention", "full_attention")) or [
+        "full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(layers)]
 
 
 def _olmo_hybrid(f: Fields, label: str) -> HybridModel:
@@ -580,14 +570,10 @@ def _kimi_types(f: Fields, lin: Fields, layers: int) -> list[str]:
 def _kimi_mlp_types(f: Fields, layers: int) -> list[str]:
     """``mlp_layer_types`` (dense or sparse), else the first ``first_k_dense_replace``
     (default 1) layers dense."""
-    types = f.cfg.get("mlp_layer_types")
+    types = f.kinds("mlp_layer_types", layers, ("dense", "sparse"))
     if types is None:
         first = f.count("first_k_dense_replace", 1)
         return ["dense" if i < first else "sparse" for i in range(layers)]
-    if not isinstance(types, list) or len(types) != layers or any(
-            t not in ("dense", "sparse") for t in types):
-        raise SymroofError(f"{f.where}: field 'mlp_layer_types' must list {layers} entries of "
-                           f"dense or sparse, got {types!r}"[:300])
     return types
 
 
@@ -675,6 +661,13 @@ _ZAMBA2_TYPES = (["mamba"] + (["mamba"] * 5 + ["hybrid"]) * 7 + ["mamba"] * 4 + 
 _ZAMBA2_ACT = {"gelu": "gelu", "gelu_pytorch_tanh": "gelu", "gelu_new": "gelu", "silu": "silu"}
 
 
+def _zamba_types(f: Fields, layers: int) -> list[str] | None:
+    """Zamba's and Zamba2's ``layers_block_type`` (else ``layer_types``): mamba (also
+    linear_attention) or hybrid per layer; None when neither is given."""
+    key = "layers_block_type" if "layers_block_type" in f.cfg else "layer_types"
+    return f.kinds(key, layers, ("mamba", "linear_attention", "hybrid"))
+
+
 def _zamba2(f: Fields, label: str) -> HybridModel:
     """Zamba2 (transformers 5.24's ``Zamba2Config`` defaults): Mamba-2 layers and hybrid
     layers that run a shared transformer block first."""
@@ -682,13 +675,7 @@ def _zamba2(f: Fields, label: str) -> HybridModel:
         raise SymroofError(f"{f.where}: field 'add_bias_linear' true (biases on the Mamba-2 "
                            "and shared MLP projections) is not modelled")
     layers = f.layers("num_hidden_layers") if f.cfg.get("num_hidden_layers") is not None else 54
-    types = f.cfg.get("layers_block_type", f.cfg.get("layer_types"))
-    if types is None:
-        types = list(_ZAMBA2_TYPES)
-    if not isinstance(types, list) or len(types) != layers or any(
-            t not in ("mamba", "linear_attention", "hybrid") for t in types):
-        raise SymroofError(f"{f.where}: field 'layers_block_type' must list {layers} entries "
-                           f"of mamba (linear_attention) or hybrid, got {types!r}"[:300])
+    types = _zamba_types(f, layers) or list(_ZAMBA2_TYPES)
     d, heads = f.dim("hidden_size", 2560), f.dim("num_attention_heads", 32)
     if (2 * d) % heads:
         raise SymroofError(f"{f.where}: field 'num_attention_heads' {heads} does not divide "
@@ -738,15 +725,11 @@ def _zamba(f: Fields, label: str) -> HybridModel:
     if f.dim("attention_hidden_size", 2 * d) != 2 * d:
         raise SymroofError(f"{f.where}: field 'attention_hidden_size' must be 2 x hidden_size "
                            f"= {2 * d} (the hidden state and the embeddings concatenated)")
-    types = f.cfg.get("layers_block_type", f.cfg.get("layer_types"))
+    types = _zamba_types(f, layers)
     if types is None:
         period, offset = f.dim("attn_layer_period", 6), f.count("attn_layer_offset", 4)
         types = ["mamba", "mamba", "hybrid"] + [
             "hybrid" if i % period == offset else "mamba" for i in range(layers - 3)]
-    if not isinstance(types, list) or len(types) != layers or any(
-            t not in ("mamba", "linear_attention", "hybrid") for t in types):
-        raise SymroofError(f"{f.where}: field 'layers_block_type' must list {layers} entries "
-                           f"of mamba (linear_attention) or hybrid, got {types!r}"[:300])
     heads, ssm_heads = f.dim("num_attention_heads", 16), f.dim("n_mamba_heads", 2)
     inner = f.dim("mamba_expand", 2) * d
     if inner % ssm_heads:
