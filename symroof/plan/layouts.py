@@ -35,19 +35,18 @@ carrying ``x`` prompt tokens (``x/P`` of a mean prompt's prefill in its roofline
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sympy as sp
-
-import math
 
 from symroof.device import choose_link
 from symroof.errors import SymroofError
 from symroof.evaluate import Roofline, roofline
 from symroof.models import TransformerModel
 from symroof.ir import Kind
-from symroof.options import ExpertReads, Logits
+from symroof.options import Bubble, ExpertReads, Logits
 from symroof.plan.closed import MemoryLimit, memory_limit
 from symroof.plan.inputs import (ChunkTTFT, DecodeContext, Draft, Mode, Offer, Service,
                                  Traffic, numerics_name)
@@ -55,6 +54,7 @@ from symroof.precision import Numerics
 from symroof.serving import (  # the verification pass and the round: one definition each
     Speculation, expected_tokens, verify_pass)
 from symroof.symbols import B, S
+from symroof.training.layout import bubble as pipeline_bubble
 from symroof.workloads import decode, prefill
 from symroof.workloads.parallel import valid_tp
 
@@ -98,13 +98,14 @@ class Pruned:
     reason: str
 
 
-def bubble(pp: int, microbatches: int) -> sp.Rational:
-    """The idle share of a pipelined step: ``(pp - 1)/(m + pp - 1)``.
+def bubble(pp: int, microbatches: int) -> sp.Expr:
+    """The idle share of a pipelined step: ``(pp - 1)/(m + pp - 1)``, the pipeline bubble
+    of the whole step (:func:`symroof.training.layout.bubble`, ``of="total"``).
 
     >>> bubble(4, 1), bubble(4, 4)
     (3/4, 3/7)
     """
-    return sp.Rational(pp - 1, microbatches + pp - 1)
+    return pipeline_bubble(pp, microbatches, Bubble.TOTAL)
 
 
 @dataclass(frozen=True)
