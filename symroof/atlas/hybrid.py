@@ -46,7 +46,7 @@ from symroof.workloads.builder import RECURRENT_MIXERS, LayerGroup
 from symroof.workloads.recurrent import ssd
 from symroof.workloads.transformer import decode
 
-__all__ = ["HybridCrossovers", "all_attention", "decode_bytes", "state_vs_kv",
+__all__ = ["HybridCrossovers", "NO_ATTENTION", "all_attention", "decode_bytes", "state_vs_kv",
            "decode_intensity", "chunk_crossover", "hybrid_crossovers", "RIDGE", "CHUNK"]
 
 #: The ridge point (FLOPs per byte) of the chunk crossover, and the chunk size it solves for.
@@ -57,7 +57,7 @@ CHUNK = dim("Q")
 #: Why a model without attention layers has no decode-bytes or state-vs-KV crossover: its
 #: config gives no attention widths (a pure state-space LM's attention fields are
 #: placeholders), so there is no all-attention model of the same widths and no K and V.
-_NO_ATTENTION = "no attention layers: no K and V, no attention widths to compare with"
+NO_ATTENTION = "no attention layers: no K and V, no attention widths to compare with"
 
 
 def _hybrid(model: object, what: str, ssm: bool = False) -> HybridModel:
@@ -96,7 +96,7 @@ def decode_bytes(model: HybridModel, *, batch: object = B,
     ``expert_reads`` of its experts (as :func:`symroof.workloads.decode`)."""
     m = _hybrid(model, "decode_bytes")
     if m.attention_layers == 0:
-        return Crossings([], reason=_NO_ATTENTION)
+        return Crossings([], reason=NO_ATTENTION)
     mine = decode(m, batch, context=S, logits="none", expert_reads=expert_reads).bytes
     other = decode(all_attention(m), batch, context=S, logits="none",
                    expert_reads=expert_reads).bytes
@@ -108,7 +108,7 @@ def state_vs_kv(model: HybridModel) -> list[Crossover]:
     reason, for a model without attention layers)."""
     m = _hybrid(model, "state_vs_kv")
     if m.attention_layers == 0:
-        return Crossings([], reason=_NO_ATTENTION)
+        return Crossings([], reason=NO_ATTENTION)
     return crossover(m.attention_kv_bytes(S), m.state_bytes_per_sequence, S)
 
 

@@ -93,6 +93,12 @@ def _at(expr: sp.Expr, values: Mapping[sp.Symbol, sp.Expr]) -> sp.Expr | None:
     return v if v.is_number else None
 
 
+def _json_at(expr: sp.Expr, values: Mapping[sp.Symbol, sp.Expr]) -> object:
+    """``expr`` at ``values``' S as a JSON number (None without S or a number there)."""
+    v = _at(expr, {S: values[S]}) if S in values else None
+    return None if v is None else json_number(v)
+
+
 def _solution_doc(c: Crossover, values: Mapping[sp.Symbol, sp.Expr]) -> dict[str, Any]:
     doc: dict[str, Any] = {"var": str(c.var), "formula": str(c.value),
                            "conditions": [str(x) for x in c.conditions],
@@ -165,14 +171,15 @@ class _Result:
         return out
 
     def lines(self, fmt: str) -> Iterable[str]:
+        from symroof.atlas.hybrid import NO_ATTENTION  # loaded by __init__ already
+
         yield self.header()
         for key, sols in (("decode_bytes", self.x.decode_bytes),
                           ("state_vs_kv", self.x.state_vs_kv)):
             yield ""
             yield f"{key}: {_WHAT[key]}"
             if not sols:
-                yield ("  none: no attention layers (no K and V, no attention widths to "
-                       "compare with)" if self.model.attention_layers == 0
+                yield (f"  none: {NO_ATTENTION}" if self.model.attention_layers == 0
                        else "  no positive S")
             for c in sols:
                 yield from _solution_lines(c, self.values, fmt)
@@ -215,8 +222,7 @@ class _Result:
             "state_vs_kv": [_solution_doc(c, v) for c in self.x.state_vs_kv],
             "decode_intensity": {
                 key: {"formula": str(expr), "as_S_to_oo": str(self.limits[key]),
-                      "at": None if S not in v or _at(expr, {S: v[S]}) is None
-                      else json_number(_at(expr, {S: v[S]}))}
+                      "at": _json_at(expr, v)}
                 for key, expr in self.intensities().items()},
             "chunk": None if m.ssm is None else [_solution_doc(c, v) for c in self.x.chunk],
         }
