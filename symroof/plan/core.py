@@ -32,7 +32,8 @@ from symroof.plan.search import Block, BlockResult, pareto, run_blocks, split
 from symroof.precision import Numerics
 from symroof.symbols import B, quantity
 
-__all__ = ["Config", "Binding", "Plan", "plan", "TAU", "load_prices"]
+__all__ = ["Config", "Binding", "Plan", "plan", "TAU", "load_prices",
+           "decode_replicas"]
 
 #: The objective a batch limit is solved for, kept symbolic until it is evaluated.
 TAU = quantity("tau")
@@ -205,6 +206,13 @@ def _rank(c: Config) -> tuple[float, ...]:
             -c.tokens_per_chip, c.chips, -c.tokens_per_user)
 
 
+def decode_replicas(f: Formulas, count: int) -> int:
+    """The decode replicas of ``f``'s layout that ``count`` chips hold (disaggregated: one
+    prefill replica kept beside them)."""
+    spare = count - (f.prefill_layout.devices if f.prefill_layout else 0)
+    return spare // f.layout.devices
+
+
 def binding(f: Formulas, objectives: Objectives, load: Load, service: Service,
             offer: Offer) -> Binding:
     """The closed forms that bind ``f``'s layout (see :class:`Binding`)."""
@@ -234,8 +242,7 @@ def binding(f: Formulas, objectives: Objectives, load: Load, service: Service,
     b_mem = f.memory.batch(f.context)
     b_chips = None
     if load.users is not None:
-        spare = offer.count - (f.prefill_layout.devices if f.prefill_layout else 0)
-        per_replica = spare // f.layout.devices  # disaggregated: one prefill replica kept
+        per_replica = decode_replicas(f, offer.count)
         b_chips = math.ceil(load.users / per_replica) if per_replica else None
     b_load = None if load.users is None else int(load.users)
     limits = {"ITL": b_itl, "tokens/s per user": b_user, "memory": b_mem, "load": b_load,

@@ -13,7 +13,7 @@ from typing import Any
 
 import sympy as sp
 
-from symroof.plan.core import TAU, Binding, Config, Plan
+from symroof.plan.core import TAU, Binding, Config, Plan, decode_replicas
 from symroof.plan.inputs import ChunkTTFT, Mode
 from symroof.plan.layouts import Formulas, bubble
 from symroof.symbols import S
@@ -110,11 +110,10 @@ def _binding(b: Binding, c: Config, p: Plan) -> Iterator[str]:
         yield f"  by the load: B <= {b.batch_load} (a replica holds at most the {b.batch_load} users)"
     if b.batch_chips is not None and p.load.users is not None:
         count = next(o.count for o in p.offers if o.chip.name == c.layout.chip)
-        pre = f.prefill_layout
-        spare = count - (pre.devices if pre else 0)
         yield f"  by the chips on offer: {p.load.users:g} users on at most " \
-              f"{spare // c.layout.devices} replicas" + \
-              (f" (beside one prefill replica)" if pre else "") + f" need B >= {b.batch_chips}"
+              f"{decode_replicas(f, count)} replicas" + \
+              (" (beside one prefill replica)" if f.prefill_layout else "") + \
+              f" need B >= {b.batch_chips}"
     if b.ttft is not None and b.batch_ttft is not None and p.objectives.ttft_s is not None:
         at = b.ttft.at(TAU, p.objectives.ttft_s)
         yield f"  batch limited by TTFT <= {_ms(p.objectives.ttft_s)} (the chunks' steps <= " \
