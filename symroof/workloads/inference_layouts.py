@@ -169,15 +169,8 @@ def layout_communication(layout: InferenceLayout | str, *, tokens: object, d_mod
     one = sp.Integer(1)
     cs: tuple[LayoutCollective, ...]
     if lay is InferenceLayout.WS_2D:
-        xx = _two_d_x(x, e, f, n, t, hidden, by)
-        yz = n / xx
-        cs = (LayoutCollective("all-gather input over YZ", "all-gather", yz, t * e / xx * by,
-                               axes=2),
-              LayoutCollective("all-reduce hidden over X", "all-reduce", xx,
-                               hidden * t * f / yz * by),
-              LayoutCollective("reduce-scatter output over YZ", "reduce-scatter", yz,
-                               t * e / xx * by, axes=2))
-        return LayoutCommunication(lay, n, xx, cs, SOURCES[lay])
+        xx = _two_d_x(x, e, f, n, hidden)
+        return LayoutCommunication(lay, n, xx, _two_d(t, e, f, n, xx, hidden, by), SOURCES[lay])
     if x is not None and _positive(x, "x") != 1:
         raise SymroofError(f"x: only the 2d_weight_stationary layout splits E (layout {lay})")
     if lay is InferenceLayout.TENSOR:
@@ -194,6 +187,18 @@ def layout_communication(layout: InferenceLayout | str, *, tokens: object, d_mod
         cs = (LayoutCollective("all-gather weights", "all-gather", n,
                                matrices * e * f * by, axes=3),)
     return LayoutCommunication(lay, n, one, cs, SOURCES[lay])
+
+
+def _two_d(t: sp.Expr, e: sp.Expr, f: sp.Expr, n: sp.Expr, xx: sp.Expr, hidden: int,
+           by: sp.Expr) -> tuple[LayoutCollective, ...]:
+    """The 2D weight-stationary schedule with E split ``xx`` ways and F ``n / xx``."""
+    yz = n / xx
+    return (LayoutCollective("all-gather input over YZ", "all-gather", yz, t * e / xx * by,
+                             axes=2),
+            LayoutCollective("all-reduce hidden over X", "all-reduce", xx,
+                             hidden * t * f / yz * by),
+            LayoutCollective("reduce-scatter output over YZ", "reduce-scatter", yz,
+                             t * e / xx * by, axes=2))
 
 
 def _divisors(n: int) -> list[int]:
@@ -219,8 +224,7 @@ def two_d_splits(chips: object, d_model: object, splits_f: object = None) -> tup
     return tuple(x for x in _divisors(n) if e % x == 0 and ok(n // x))
 
 
-def _two_d_x(x: object | None, e: sp.Expr, f: sp.Expr, n: sp.Expr, t: sp.Expr,
-             hidden: int, by: sp.Expr) -> sp.Expr:
+def _two_d_x(x: object | None, e: sp.Expr, f: sp.Expr, n: sp.Expr, hidden: int) -> sp.Expr:
     if x is not None:
         xx = _positive(x, "x")
         if xx.is_number and n.is_number and (n / xx).is_integer is False:
@@ -228,13 +232,12 @@ def _two_d_x(x: object | None, e: sp.Expr, f: sp.Expr, n: sp.Expr, t: sp.Expr,
         return xx
     if not (n.is_number and e.is_number and f.is_number):
         raise SymroofError("x: a symbolic mesh needs its E split x (2d_weight_stationary)")
-    splits = two_d_splits(int(n), int(e))
+    one = sp.Integer(1)  # the bytes scale with the tokens and b: the split is chosen per one
 
     def bytes_at(xx: int) -> sp.Expr:
-        yz = n / xx
-        return (2 * (yz - 1) / yz * e / xx + 2 * (xx - 1) / xx * hidden * f / yz)
+        return sp.Add(*(c.sent for c in _two_d(one, e, f, n, sp.Integer(xx), hidden, one)))
 
-    return sp.Integer(min(splits, key=lambda xx: (float(bytes_at(xx)), xx)))
+    return sp.Integer(min(two_d_splits(int(n), int(e)), key=lambda xx: (bytes_at(xx), xx)))
 
 
 def accepting_layouts(chips: object, *, heads: object, d_model: object,
