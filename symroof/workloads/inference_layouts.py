@@ -145,10 +145,6 @@ class LayoutCommunication:
         return self.chips / self.x
 
 
-def _positive(value: object, what: str) -> sp.Expr:
-    return as_dim(value, what)
-
-
 def layout_communication(layout: InferenceLayout | str, *, tokens: object, d_model: object,
                          d_ff: object, chips: object, x: object | None = None,
                          matrices: int = 2, bytes_per_value: object = b
@@ -161,17 +157,17 @@ def layout_communication(layout: InferenceLayout | str, *, tokens: object, d_mod
     lay = option(InferenceLayout, layout, "layout")
     if matrices not in (2, 3):
         raise SymroofError(f"matrices: expected 2 (W_in, W_out) or 3 (gated), got {matrices!r}")
-    t = _positive(tokens, "tokens")
-    e, f = _positive(d_model, "d_model"), _positive(d_ff, "d_ff")
-    n = _positive(chips, "chips")
-    by = _positive(bytes_per_value, "bytes_per_value")
+    t = as_dim(tokens, "tokens")
+    e, f = as_dim(d_model, "d_model"), as_dim(d_ff, "d_ff")
+    n = as_dim(chips, "chips")
+    by = as_dim(bytes_per_value, "bytes_per_value")
     hidden = matrices - 1          # F-wide tensors that must be reduced: 1, or gate and up
     one = sp.Integer(1)
     cs: tuple[LayoutCollective, ...]
     if lay is InferenceLayout.WS_2D:
         xx = _two_d_x(x, e, f, n, hidden)
         return LayoutCommunication(lay, n, xx, _two_d(t, e, f, n, xx, hidden, by), SOURCES[lay])
-    if x is not None and _positive(x, "x") != 1:
+    if x is not None and as_dim(x, "x") != 1:
         raise SymroofError(f"x: only the 2d_weight_stationary layout splits E (layout {lay})")
     if lay is InferenceLayout.TENSOR:
         cs = (LayoutCollective("all-reduce output", "all-reduce", n, t * e * by, axes=3),)
@@ -207,7 +203,7 @@ def _divisors(n: int) -> list[int]:
 
 def _count(value: object, what: str) -> int:
     """A positive integer (a number, not a symbol)."""
-    d = _positive(value, what)
+    d = as_dim(value, what)
     if not (d.is_Integer and d > 0):
         raise SymroofError(f"{what}: expected a positive integer, got {value!r}")
     return int(d)
@@ -226,7 +222,7 @@ def two_d_splits(chips: object, d_model: object, splits_f: object = None) -> tup
 
 def _two_d_x(x: object | None, e: sp.Expr, f: sp.Expr, n: sp.Expr, hidden: int) -> sp.Expr:
     if x is not None:
-        xx = _positive(x, "x")
+        xx = as_dim(x, "x")
         if xx.is_number and n.is_number and (n / xx).is_integer is False:
             raise SymroofError(f"x {xx}: does not divide the {n} chips")
         return xx
