@@ -13,8 +13,6 @@ from __future__ import annotations
 import math
 import re
 import xml.etree.ElementTree as ET
-from functools import cache
-from pathlib import Path
 
 import pytest
 
@@ -98,12 +96,11 @@ def _gap(box: Box, x: float, y: float) -> float:
     return math.hypot(max(box[0] - x, 0, x - box[2]), max(box[1] - y, 0, y - box[3]))
 
 
-@cache
-def appendix_charts() -> dict[str, str]:
+@pytest.fixture(scope="module")
+def appendix_charts(seed_outcome) -> dict[str, str]:
+    """The seed appendix's charts, drawn from the claims the session already ran."""
     from symroof.present.claim_charts import render_charts
-    from symroof.verify import load_claims, run_claims
-    outcome = run_claims(load_claims(Path(__file__).parents[2] / "claims" / "seeds.toml"))
-    return {c.id: c.svg for c in render_charts(outcome)}
+    return {c.id: c.svg for c in render_charts(seed_outcome)}
 
 
 def test_the_checker_sees_an_overprint() -> None:
@@ -118,8 +115,8 @@ def test_the_checker_sees_an_overprint() -> None:
     assert any("'x' covers" in p for p in found)
 
 
-def test_every_appendix_chart_has_clear_labels() -> None:
-    charts = appendix_charts()
+def test_every_appendix_chart_has_clear_labels(appendix_charts) -> None:
+    charts = appendix_charts
     assert charts
     bad = {cid: problems(svg) for cid, svg in charts.items()}
     assert not any(bad.values()), bad
@@ -174,11 +171,11 @@ def test_powers_are_superscripts_in_both_outputs() -> None:
     assert root[0].text == "GEMM 8192^3 on a chip"   # the SVG <title> element stays plain text
 
 
-def test_the_appendix_draws_the_issue_21_charts() -> None:
+def test_the_appendix_draws_the_issue_21_charts(appendix_charts) -> None:
     """Decode intensity against batch with its ceiling, the two Opteron rooflines, fused
     against unfused attention, the KV-versus-weights regions; roofs only for the stated
     precision; axes titled with name and unit; printed beside derived with a legend."""
-    charts = {cid: ET.fromstring(svg) for cid, svg in appendix_charts().items()}
+    charts = {cid: ET.fromstring(svg) for cid, svg in appendix_charts.items()}
     assert {"roofline-h100", "decode-intensity-batch", "opteron-x2-x4",
             "attention-fused-unfused", "kv-weights-llama-3-70b"} <= set(charts)
 
@@ -205,10 +202,10 @@ def test_the_appendix_draws_the_issue_21_charts() -> None:
     assert "printed in the document" in legend and "derived by symroof" in legend
 
 
-def test_the_opteron_chart_shows_the_printed_ridges_beside_the_derived() -> None:
+def test_the_opteron_chart_shows_the_printed_ridges_beside_the_derived(appendix_charts) -> None:
     """The document's ridges (1.0 and 4.4) are printed markers on their own chip's roof,
     beside the derived 1.17 and 4.91 (the erratum is visible in the chart)."""
-    root = ET.fromstring(appendix_charts()["opteron-x2-x4"])
+    root = ET.fromstring(appendix_charts["opteron-x2-x4"])
     classes = [g.get("class") for g in root.iter(f"{NS}g")]
     assert classes.count("point printed") == 2 and classes.count("point bound") == 2
     labels = {"".join(t.itertext()) for t in root.iter(f"{NS}text")}
