@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from appendix_md import block as claim_block
 import sympy as sp
 
 from symroof.errors import SymroofError
@@ -19,18 +20,7 @@ from symroof.symbols import D, L, S, b
 from symroof.verify import EXAMPLE, parse_claims, units
 
 
-@pytest.fixture(scope="module")
-def md(seed_appendix: Path) -> str:
-    return (seed_appendix / "seed_appendix.md").read_text(encoding="utf-8")
 
-
-@pytest.fixture(scope="module")
-def by_id(seed_outcome):
-    return {r.claim.id: r for r in seed_outcome.results}
-
-
-def _block(md: str, cid: str) -> str:
-    return md.split(f'<a id="{cid.replace(".", "-")}"></a>')[1].split("\n<a id=")[0]
 
 
 def test_every_derivation_adds_up_to_its_workload_and_to_the_claim(seed_outcome):
@@ -79,7 +69,7 @@ def test_roofline_claims_are_shown_in_the_rooflines_names_exactly(seed_outcome, 
         assert r"\max" in shown and r"\frac{F}{\pi}" in shown and r"\frac{Q}{\beta}" in shown
         assert r"\pi = " in values and r"\beta = " in values
     assert named >= 20
-    block = _block(md, "s001-s7-b8-per-user")
+    block = claim_block(md, "s001-s7-b8-per-user")
     assert r"\frac{1}{\max\left(\frac{F}{\pi}, \frac{Q}{\beta}\right)}" in block
     assert r"\pi = 989.4 \times 10^{12}" in block and r"\beta = 3.35 \times 10^{12}" in block
     assert "241552734375" not in block  # no chip number folded into what a reader sees
@@ -94,7 +84,7 @@ def test_number_latex():
 
 
 def test_exercise_answers_are_one_grid_per_exercise(md):
-    block = re.sub(r"\\(.)", r"\1", _block(md, "s001-ex-b"))  # Markdown's escapes undone
+    block = re.sub(r"\\(.)", r"\1", claim_block(md, "s001-ex-b"))  # Markdown's escapes undone
     assert block.lstrip().startswith("**Exercise B (Llama-3-8B FP16 on an H100 SXM): per batch")
     header = next(line for line in block.splitlines() if line.startswith("| "))
     assert header.count("|") == 5 and "bytes per step (B)" in header and "ITL (s)" in header
@@ -115,7 +105,7 @@ def test_charts_stand_beside_the_claims_they_illustrate(md):
     for chart, claim in [("opteron-x2-x4", "s000-opteron-x4-ridge"),
                          ("kv-weights-llama-3-70b", "s001-s5-b16-27000"),
                          ("attention-fused-unfused", "s000-uh3-31")]:
-        assert f"](charts/{chart}.svg)" in _block(md, claim), chart
+        assert f"](charts/{chart}.svg)" in claim_block(md, claim), chart
 
 
 def test_notes_are_typeset_no_raw_tex_or_code_outside_math(md):
@@ -282,7 +272,7 @@ def test_a_qualitative_claim_is_a_condition_never_a_printed_1(md, seed_outcome):
                    ("less_than", "at_most", "greater_than", "at_least")]
     assert len(qualitative) >= 8
     for r in qualitative:
-        block = _block(md, r.claim.id)
+        block = claim_block(md, r.claim.id)
         assert "printed 1 " not in block, r.claim.id
         verdict = "holds" if r.status == "match" else "fails"
         m = re.search(r"the condition \$([0-9.]+) (<|>|\\le|\\ge) 1\$ \*\*(holds|fails)\*\*", block)

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from appendix_md import block as claim_block
 import sympy as sp
 
 from symroof.models import get
@@ -17,18 +18,7 @@ from symroof.symbols import B, D, L, P, S, V, b, d_ff
 from symroof.verify.named import H_KV, named_form, twin
 
 
-@pytest.fixture(scope="module")
-def md(seed_appendix: Path) -> str:
-    return (seed_appendix / "seed_appendix.md").read_text(encoding="utf-8")
 
-
-@pytest.fixture(scope="module")
-def by_id(seed_outcome):
-    return {r.claim.id: r for r in seed_outcome.results}
-
-
-def _block(md: str, cid: str) -> str:
-    return md.split(f'<a id="{cid}"></a>')[1].split("\n<a id=")[0]
 
 
 def test_every_named_form_is_exactly_the_folded_formula(seed_outcome):
@@ -61,7 +51,7 @@ def test_decode_of_the_seed_model_reads_2P_plus_4LSD(by_id, md):
     assert dict(n.values) == {L: 32, D: 4096}
     q = by_id["s000-uh4-b1-bytes"].named
     assert sp.expand(q.formula - (P * b + 2 * B * L * S * D * b)) == 0
-    block = _block(md, "s000-uh4-b1-flops")
+    block = claim_block(md, "s000-uh4-b1-flops")
     assert "$$\n2 P B + 4 B S L D\n$$" in block and "12884901888" not in block
     assert "With $P = 12 L D^{2},\\ L = 32, D = 4096, B = 1, S = 1024$" in block
 
@@ -77,7 +67,7 @@ def test_llama_preset_is_shown_in_its_shape(by_id, md):
                      .xreplace({k: v for k, v in values.items()}) -
                      hand.xreplace(values)) == 0
     assert values[d_ff] == 14336 and values[V] == 128256 and values[H_KV] == 8
-    block = _block(md, "s001-ex-b1-flops-s1024")
+    block = claim_block(md, "s001-ex-b1-flops-s1024")
     assert "15009316864" not in block and "d_{\\mathrm{ff}} = 14336" in block
     assert "G = 8" in block and "H_{" not in block
 
