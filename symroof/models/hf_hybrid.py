@@ -668,6 +668,25 @@ def _zamba_types(f: Fields, layers: int) -> list[str] | None:
     return f.kinds(key, layers, ("mamba", "linear_attention", "hybrid"))
 
 
+def _zamba_mixer_heads(f: Fields, d: int, default: int) -> tuple[int, int]:
+    """Both Zambas' SSM heads (``n_mamba_heads``) and the mixer's inner width
+    ``mamba_expand`` x ``hidden_size``, which the heads must divide."""
+    ssm_heads, inner = f.dim("n_mamba_heads", default), f.dim("mamba_expand", 2) * d
+    if inner % ssm_heads:
+        raise SymroofError(f"{f.where}: field 'n_mamba_heads' {ssm_heads} does not divide the "
+                           f"mixer's inner width mamba_expand x hidden_size = {inner}")
+    return ssm_heads, inner
+
+
+def _zamba_activation(f: Fields) -> str:
+    """Both Zambas' ``hidden_act`` as symroof's activation (default gelu)."""
+    act = f.cfg.get("hidden_act", "gelu")
+    if act not in _ZAMBA2_ACT:
+        raise SymroofError(f"{f.where}: field 'hidden_act' {act!r}: expected one of "
+                           f"{', '.join(_ZAMBA2_ACT)}")
+    return _ZAMBA2_ACT[act]
+
+
 def _zamba2(f: Fields, label: str) -> HybridModel:
     """Zamba2 (transformers 5.24's ``Zamba2Config`` defaults): Mamba-2 layers and hybrid
     layers that run a shared transformer block first."""
@@ -680,19 +699,12 @@ def _zamba2(f: Fields, label: str) -> HybridModel:
     if (2 * d) % heads:
         raise SymroofError(f"{f.where}: field 'num_attention_heads' {heads} does not divide "
                            f"the shared attention's 2 x hidden_size = {2 * d}")
-    ssm_heads, expand = f.dim("n_mamba_heads", 8), f.dim("mamba_expand", 2)
-    inner = expand * d
-    if inner % ssm_heads:
-        raise SymroofError(f"{f.where}: field 'n_mamba_heads' {ssm_heads} does not divide the "
-                           f"mixer's inner width mamba_expand x hidden_size = {inner}")
+    ssm_heads, inner = _zamba_mixer_heads(f, d, 8)
     groups = f.dim("mamba_ngroups", 1)
     if ssm_heads % groups:
         raise SymroofError(f"{f.where}: field 'mamba_ngroups' {groups} does not divide the "
                            f"{ssm_heads} SSM heads ('n_mamba_heads')")
-    act = f.cfg.get("hidden_act", "gelu")
-    if act not in _ZAMBA2_ACT:
-        raise SymroofError(f"{f.where}: field 'hidden_act' {act!r}: expected one of "
-                           f"{', '.join(_ZAMBA2_ACT)}")
+    act = _zamba_activation(f)
     # transformers 5.24's conv1d always has a bias (use_conv_bias is not read)
     ssm = Mamba2(heads=ssm_heads, head_dim=inner // ssm_heads,
                  state=f.dim("mamba_d_state", 64), groups=groups,
@@ -711,7 +723,7 @@ def _zamba2(f: Fields, label: str) -> HybridModel:
     return hybrid(name=label, layers=layers, d_model=d, heads=heads,
                   kv_heads=kv, head_dim=2 * d // heads,
                   d_ff=f.dim("intermediate_size", 4 * d), vocab=f.dim("vocab_size", 32000),
-                  mlp="gated", activation=_ZAMBA2_ACT[act], norm="rmsnorm", positions=None,
+                  mlp="gated", activation=act, norm="rmsnorm", positions=None,
                   tied_embeddings=f.flag("tie_word_embeddings", True), ssm=ssm, zamba=shared,
                   groups=pattern_groups(kinds, moe_model=False,
                                         what=f"{f.where} layer pattern"))
@@ -730,15 +742,9 @@ def _zamba(f: Fields, label: str) -> HybridModel:
         period, offset = f.dim("attn_layer_period", 6), f.count("attn_layer_offset", 4)
         types = ["mamba", "mamba", "hybrid"] + [
             "hybrid" if i % period == offset else "mamba" for i in range(layers - 3)]
-    heads, ssm_heads = f.dim("num_attention_heads", 16), f.dim("n_mamba_heads", 2)
-    inner = f.dim("mamba_expand", 2) * d
-    if inner % ssm_heads:
-        raise SymroofError(f"{f.where}: field 'n_mamba_heads' {ssm_heads} does not divide the "
-                           f"mixer's inner width mamba_expand x hidden_size = {inner}")
-    act = f.cfg.get("hidden_act", "gelu")
-    if act not in _ZAMBA2_ACT:
-        raise SymroofError(f"{f.where}: field 'hidden_act' {act!r}: expected one of "
-                           f"{', '.join(_ZAMBA2_ACT)}")
+    heads = f.dim("num_attention_heads", 16)
+    _, inner = _zamba_mixer_heads(f, d, 2)
+    act = _zamba_activation(f)
     mixer = Mamba1(inner=inner, state=f.dim("mamba_d_state", 16),
                    dt_rank=_dt_rank(f, "mamba_dt_rank", d),
                    conv_kernel=f.dim("mamba_d_conv", 4), conv_bias=f.flag("mamba_conv_bias", True),
@@ -748,7 +754,7 @@ def _zamba(f: Fields, label: str) -> HybridModel:
                   kv_heads=f.dim("num_key_value_heads", 16),
                   head_dim=f.dim("attention_head_dim", 2 * d // heads),
                   d_ff=f.dim("intermediate_size", 14848), vocab=f.dim("vocab_size", 32000),
-                  mlp="gated", activation=_ZAMBA2_ACT[act], norm="rmsnorm", positions=None,
+                  mlp="gated", activation=act, norm="rmsnorm", positions=None,
                   tied_embeddings=f.flag("tie_word_embeddings", True), mamba1=mixer,
                   zamba=SharedBlocks(mlp_adapter=False),
                   groups=pattern_groups(kinds, moe_model=False,
