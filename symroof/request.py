@@ -201,6 +201,12 @@ def arguments(entry: registry.Entry) -> tuple[sp.Symbol, ...]:
     return tuple(out)
 
 
+def _not_built_over(what: str, name: str, entry: registry.Entry) -> SymroofError:
+    """The error for a fixed symbol that ``entry``'s builder does not take."""
+    return SymroofError(f"{what} {name}: {entry.name} is not built over {name} (its symbols: "
+                        f"{', '.join(x.name for x in arguments(entry)) or 'none'})")
+
+
 def _check_fixed(r: Request, entry: registry.Entry) -> None:
     """Each fixed symbol one of the workload's arguments, given once, its value fit for it
     (:func:`symroof.evaluate.check_value`, the one rule)."""
@@ -211,9 +217,7 @@ def _check_fixed(r: Request, entry: registry.Entry) -> None:
     for sym, value in r.fixed:
         shown = getattr(sym, "name", sym)
         if not isinstance(sym, sp.Symbol) or sym not in takes:
-            raise SymroofError(f"{r.name('fixed')} {shown}: {r.workload} is not built over "
-                               f"{shown} (its symbols: "
-                               f"{', '.join(x.name for x in takes) or 'none'})")
+            raise _not_built_over(r.name("fixed"), str(shown), entry)
         if sym in seen:
             raise SymroofError(f"{r.name('fixed')} {shown}: fixed more than once")
         seen.add(sym)
@@ -578,8 +582,7 @@ def _fixed(entry: registry.Entry, fixed: Mapping[object, object], what: str) -> 
         name = key.name if isinstance(key, sp.Symbol) else str(key)
         sym = key if isinstance(key, sp.Symbol) else table.get(name)
         if not isinstance(sym, sp.Symbol):
-            raise SymroofError(f"{what} {name}: {entry.name} is not built over {name} (its "
-                               f"symbols: {', '.join(x.name for x in arguments(entry))})")
+            raise _not_built_over(what, name, entry)
         out.append((sym, as_expr(raw, f"{what} {name}")))
     return tuple(out)
 
