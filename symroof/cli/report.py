@@ -20,7 +20,7 @@ from symroof import hardware
 from symroof.cli.base import Command, Output
 from symroof.errors import SymroofError
 from symroof.files import write_files
-from symroof.present.appendix import claims_text, render_latex, render_markdown
+from symroof.present.appendix import claims_text, prepare, render_latex, render_markdown
 from symroof.present.commands import dumps
 from symroof.present.escape import terminal_json, terminal_safe
 from symroof.present.claim_charts import render_outcome_charts
@@ -73,12 +73,14 @@ def write_report(source: str, out: Path, formats: list[str],
         outcome = run_claims(claims)
         outcome, charts = render_outcome_charts(outcome)   # a chart that fails is its own error
     texts: dict[Path, str] = {}
+    # every claim's block in both flavours at once, side by side on the cores there are
+    prepared = prepare(outcome, [f for f in ("md", "tex") if f in formats])
     if "md" in formats:
-        texts[Path(f"{stem}.md")] = render_markdown(outcome, charts, command)
+        texts[Path(f"{stem}.md")] = render_markdown(outcome, charts, command, prepared)
         for ch in charts:
             texts[Path("charts") / f"{ch.id}.svg"] = ch.svg
     if "tex" in formats:
-        texts[Path(f"{stem}.tex")] = render_latex(outcome, charts, command)
+        texts[Path(f"{stem}.tex")] = render_latex(outcome, charts, command, prepared)
     if "json" in formats:
         texts[Path(json_name)] = claims_text(outcome)
     write_files(out, texts)  # every text is rendered before the first is written

@@ -61,9 +61,10 @@ from symroof.symbols import b as _b
 from symroof.verify import Outcome, Result
 from symroof.verify import compare as _compare
 from symroof.verify.derivation import Derivation
+from symroof.verify.workers import available, compute
 from symroof.version import __version__
 
-__all__ = ["claims_json", "claims_text", "read_claims", "derivation_terms", "render_markdown", "render_latex", "figure", "STATUSES",
+__all__ = ["claims_json", "claims_text", "read_claims", "derivation_terms", "render_markdown", "render_latex", "prepare", "Prepared", "figure", "STATUSES",
            "ERRATA_STATUSES", "errata", "severity", "comparison"]
 
 #: Statuses, in the order the summary lists them, with what each means.
@@ -596,22 +597,67 @@ def _grid(rows: list[Result], columns: list[str], flavour: str) -> dict[str, Any
     return {"columns": header, "rows": lines}
 
 
-def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
-            flavour: str) -> dict[str, Any]:
-    """Everything the appendix templates place, formatted for ``flavour`` (md or tex)."""
-    esc = _escape(flavour)
-    src = outcome.source
-    ids = _id_pattern([r.claim.id for r in outcome.results])
+def _tables(outcome: Outcome) -> dict[str, list[Result]]:
+    """The rows of each table, by the table's id, in the file's order."""
     tables: dict[str, list[Result]] = {}
     for r in outcome.results:
         if r.claim.table is not None:
             tables.setdefault(r.claim.table["id"], []).append(r)
+    return tables
+
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """Each claim's entry (a table's, for the table's first row) in each flavour, by the
+    claim's place in ``outcome.results``: the algebra and typesetting of every block,
+    done once for both renderings (:func:`prepare`)."""
+
+    outcome: Outcome
+    entries: Mapping[tuple[str, int], dict[str, Any]]
+
+
+def prepare(outcome: Outcome, flavours: Sequence[str] = ("md", "tex"), *,
+            workers: int | None = None) -> Prepared:
+    """The entries of every claim and table of ``outcome`` in each of ``flavours``, for
+    :func:`render_markdown` and :func:`render_latex` (``prepared=``). Each entry depends
+    on its claim alone, so ``workers`` processes compute them side by side
+    (:mod:`symroof.verify.workers`; ``None``: the cores this process may use, at most
+    one per 24 claims); the entries are the same for any number."""
+    ids = _id_pattern([r.claim.id for r in outcome.results])
+    tables = _tables(outcome)
+    heads = [i for i, r in enumerate(outcome.results)
+             if r.claim.table is None or tables[r.claim.table["id"]][0] is r]
+
+    def entries(i: int) -> list[dict[str, Any]]:
+        r = outcome.results[i]
+        if r.claim.table is None:
+            return [{"type": "claim", **_claim_item(r, f, ids)} for f in flavours]
+        return [_table_item(tables[r.claim.table["id"]], f, ids) for f in flavours]
+
+    if workers is None:
+        workers = min(available(), len(heads) // 24)
+    done = compute(entries, heads, max(workers, 1))
+    return Prepared(outcome, {(f, i): item for i, items in zip(heads, done)
+                              for f, item in zip(flavours, items)})
+
+
+def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
+            flavour: str, prepared: Prepared | None = None) -> dict[str, Any]:
+    """Everything the appendix templates place, formatted for ``flavour`` (md or tex);
+    ``prepared`` holds the claims' entries already made (:func:`prepare`)."""
+    esc = _escape(flavour)
+    src = outcome.source
+    ids = _id_pattern([r.claim.id for r in outcome.results])
+    tables = _tables(outcome)
+    if prepared is not None and prepared.outcome is not outcome:
+        raise SymroofError("prepared: made for another outcome (prepare(outcome) again)")
+    made = prepared.entries if prepared is not None else {}
     documents = []
     for doc in src.documents:
         sections: list[dict[str, Any]] = []
         by_title: dict[str, dict[str, Any]] = {}
         entry_of: dict[str, dict[str, Any]] = {}  # claim id -> its entry (its table's)
-        for r in outcome.results:
+        for at, r in enumerate(outcome.results):
             if r.claim.document != doc.id and not (r.status == "error" and not r.claim.document
                                                    and doc is src.documents[0]):
                 continue
@@ -621,7 +667,9 @@ def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
                 sections.append(by_title[title])
             items = by_title[title]["entries"]
             table = r.claim.table
-            if table is None:
+            if (flavour, at) in made:
+                items.append(dict(made[flavour, at]))
+            elif table is None:
                 items.append({"type": "claim", **_claim_item(r, flavour, ids)})
             elif tables[table["id"]][0] is r:
                 items.append(_table_item(tables[table["id"]], flavour, ids))
@@ -664,14 +712,18 @@ def context(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
             "documents": documents}
 
 
-def render_markdown(outcome: Outcome, charts: Sequence[RenderedChart], command: str) -> str:
-    """The appendix as Markdown (math in ``$...$`` and ``$$...$$``)."""
-    return render("report/appendix.md.j2", **context(outcome, charts, command, "md"))
+def render_markdown(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
+                    prepared: Prepared | None = None) -> str:
+    """The appendix as Markdown (math in ``$...$`` and ``$$...$$``); ``prepared`` holds
+    the claims' entries made already (:func:`prepare`)."""
+    return render("report/appendix.md.j2", **context(outcome, charts, command, "md", prepared))
 
 
-def render_latex(outcome: Outcome, charts: Sequence[RenderedChart], command: str) -> str:
-    """The appendix as a LaTeX document (pdflatex; pgfplots charts inline)."""
-    return render("report/appendix.tex.j2", **context(outcome, charts, command, "tex"))
+def render_latex(outcome: Outcome, charts: Sequence[RenderedChart], command: str,
+                 prepared: Prepared | None = None) -> str:
+    """The appendix as a LaTeX document (pdflatex; pgfplots charts inline); ``prepared``
+    holds the claims' entries made already (:func:`prepare`)."""
+    return render("report/appendix.tex.j2", **context(outcome, charts, command, "tex", prepared))
 
 
 def claims_json(outcome: Outcome) -> list[dict[str, object]]:

@@ -56,6 +56,7 @@ from symroof.verify.named import Named, named_form
 from symroof.verify.recipe import (Context, _Heavy, check_value, declare_each, evaluate,
                                    formula_of, honour, workload)
 from symroof.verify.schema import Chart, Claim, ClaimFile, field_line
+from symroof.verify.workers import available, compute
 
 __all__ = ["Result", "Alternative", "Outcome", "run_claims", "derive", "STATUSES",
            "WITH_COMMUNICATION", "fill_note", "chart_error"]
@@ -543,22 +544,38 @@ def _alternative(claim: Claim, alt: Mapping[str, Any], base: Mapping[sp.Symbol, 
         return Alternative(label, None, None, str(err))
 
 
-def run_claims(source: ClaimFile) -> Outcome:
+#: Claims per worker below which a file is checked in one process (a fork and the
+#: results' way back cost about what a few claims do).
+_CLAIMS_PER_WORKER = 24
+
+
+def run_claims(source: ClaimFile, *, workers: int | None = None) -> Outcome:
     """Check every claim of ``source``; one claim's error never stops the others (any
-    exception a claim raises becomes its error, naming the file, line and field)."""
+    exception a claim raises becomes its error, naming the file, line and field).
+
+    The claims are independent, so ``workers`` processes check them side by side
+    (:mod:`symroof.verify.workers`; the outcome is the same for any number). ``None``
+    takes the cores this process may use, at most one per 24 claims; 1 checks them here.
+    """
     declared, refused = declare_each(source.symbols, f"{source.path}: [symbols]")
     ctx = Context(declared, source.path, source.text, refused=refused)
-    results = []
     claims = {c.id: c for c in source.claims if c.error is None}
-    for claim in source.claims:
+
+    def one(claim: Claim) -> Result:
         if claim.error is not None:
-            results.append(Result(claim, "error", message=claim.error))
-            continue
+            return Result(claim, "error", message=claim.error)
         try:
             with _field(claim, ctx, "value"):
-                results.append(_check(claim, ctx, claims))
+                return _check(claim, ctx, claims)
         except SymroofError as err:
-            results.append(Result(claim, "error", message=str(err)))
+            return Result(claim, "error", message=str(err))
+
+    if workers is None:
+        workers = min(available(), len(source.claims) // _CLAIMS_PER_WORKER)
+    elif isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise SymroofError(f"workers: expected a whole number of processes, at least 1, "
+                           f"got {workers!r}")
+    results = compute(one, source.claims, workers)
     drawable, errors = _charts(source, results)
     if len(drawable) != len(source.charts):
         source = dataclasses.replace(source, charts=drawable)

@@ -1,0 +1,152 @@
+"""Independent items computed by this process and forked workers: the claims of one file
+are independent of each other, so on a machine with several cores they are checked side by
+side.
+
+The items are cut into small runs of neighbours (claims that sit together in a file tend to
+build the same workloads, which each process then builds once); the processes take the
+next run from one shared pipe, so a slow run never leaves a core idle while work is left.
+Each worker sends back what it computed, pickled, and leaves; whatever a worker could not
+compute or send (it died, an item raised, a result does not pickle) is computed here
+afterwards, so the list returned is exactly ``[fn(x) for x in items]``: the same values in
+the same order, and the same exception at the same item when one escapes ``fn``.
+
+Forking is used only where it is safe and cheap (``os.fork`` exists, not macOS, and no
+other thread runs in this process, as in :mod:`symroof.budget.guard`); elsewhere, or with
+one worker, the items are computed here in order.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import struct
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+__all__ = ["available", "compute"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_RUN = struct.Struct("!I")   # one run's first index, as the shared pipe carries it
+_RUN_LENGTH = 4              # items per run: neighbours, and small enough to balance
+
+
+def available() -> int:
+    """The cores this process may run on (its CPU affinity where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return os.cpu_count() or 1
+
+
+def _forkable() -> bool:
+    return (hasattr(os, "fork") and sys.platform != "darwin"
+            and threading.active_count() == 1)
+
+
+def compute(fn: Callable[[T], R], items: Sequence[T], workers: int) -> list[R]:
+    """``[fn(x) for x in items]``, shared between this process and ``workers - 1`` forked
+    workers.
+
+    >>> compute(abs, [-3, 1, -2, 5, -8, 13], workers=2)
+    [3, 1, 2, 5, 8, 13]
+    """
+    n = len(items)
+    workers = min(workers, -(-n // _RUN_LENGTH))
+    if workers <= 1 or not _forkable():
+        return [fn(x) for x in items]
+    runs = b"".join(_RUN.pack(i) for i in range(0, n, _RUN_LENGTH))
+    queue_r, queue_w = os.pipe()
+    if len(runs) > 65536:  # more than a pipe holds unread: keep it simple, run here
+        os.close(queue_r)
+        os.close(queue_w)
+        return [fn(x) for x in items]
+    os.write(queue_w, runs)
+    os.close(queue_w)   # every reader sees the end of the queue once it is empty
+    children: list[tuple[int, int]] = []
+    done: dict[int, R] = {}
+    try:
+        for _ in range(workers - 1):
+            children.append(_fork(fn, items, queue_r))
+        for i in _taken(queue_r, n):
+            try:
+                done[i] = fn(items[i])
+            except Exception:  # noqa: BLE001 - computed again below, in order, and raised
+                continue
+        for pid, fd in children:
+            done.update(_received(fd))
+    finally:
+        os.close(queue_r)
+        for pid, fd in children:
+            _end(pid, fd)
+    return [done[i] if i in done else fn(items[i]) for i in range(n)]
+
+
+def _taken(queue: int, n: int) -> Iterator[int]:
+    """The items of each run this process takes from the queue, until it is empty (a read
+    of a few bytes from a pipe is atomic, so no two processes take one run)."""
+    while True:
+        data = os.read(queue, _RUN.size)
+        if len(data) < _RUN.size:
+            return
+        (start,) = _RUN.unpack(data)
+        yield from range(start, min(start + _RUN_LENGTH, n))
+
+
+def _fork(fn: Callable[[T], R], items: Sequence[T], queue: int) -> tuple[int, int]:
+    read_end, write_end = os.pipe()
+    with warnings.catch_warnings():  # Python 3.12 warns about fork with threads; none run
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the worker: compute what it takes, send it, leave without any cleanup
+        code = 0
+        try:
+            os.close(read_end)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            sent: list[bytes] = []
+            for i in _taken(queue, len(items)):
+                try:
+                    sent.append(pickle.dumps((i, fn(items[i]))))
+                except Exception:  # noqa: BLE001 - the parent computes it again, and raises
+                    continue
+            data = pickle.dumps(sent)
+            while data:
+                data = data[os.write(write_end, data):]
+        except BaseException:  # noqa: BLE001 - nothing may escape into the parent's stack
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    return pid, read_end
+
+
+def _received(fd: int) -> dict[int, Any]:
+    """What one worker sent (nothing when it died before sending all of it)."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    from sympy.core.parameters import evaluate  # loaded already by whoever sends SymPy
+
+    try:
+        sent = pickle.loads(b"".join(chunks))
+        with evaluate(False):  # each expression as the worker built it (2*(x + y) stays)
+            return dict(pickle.loads(item) for item in sent)
+    except Exception:  # noqa: BLE001 - a worker cut off mid-message: compute it here
+        return {}
+
+
+def _end(pid: int, fd: int) -> None:
+    os.close(fd)
+    try:
+        os.kill(pid, signal.SIGKILL)   # done already when its message was read whole
+    except ProcessLookupError:  # pragma: no cover - reaped elsewhere
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:  # pragma: no cover - reaped elsewhere
+        pass

@@ -1,0 +1,144 @@
+"""Claims checked side by side in forked workers give what one process gives.
+
+``symroof.verify.workers.compute`` is ``[fn(x) for x in items]`` shared with forked
+workers; these tests check that the work is really shared (the items come back from
+another process), that the order, the exceptions and SymPy's unevaluated forms are kept,
+and that ``run_claims`` and ``prepare`` give the same outcome and the same typeset blocks
+for any number of workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import select
+
+import pytest
+import sympy as sp
+
+from symroof.errors import SymroofError
+from symroof.present.appendix import prepare, render_latex, render_markdown
+from symroof.verify import run_claims
+from symroof.verify.appendix import seed_claims
+from symroof.verify.workers import compute
+
+x, y = sp.symbols("x y")
+
+
+def _where(i: int) -> tuple[int, int]:
+    return i * i, os.getpid()
+
+
+class _Meet:
+    """An item function whose first call in each process waits until every process has
+    made its first call: each then holds a run of items, so all share the work however
+    fast the items are (with no worker, this process waits 60 s, then computes them all
+    and the test fails on the processes it counts)."""
+
+    def __init__(self, workers: int) -> None:
+        self.down, self.up = os.pipe(), os.pipe()
+        self.parent, self.started, self.workers = os.getpid(), False, workers
+
+    def __call__(self, i: int) -> tuple[int, int]:
+        if not self.started:
+            self.started = True
+            if os.getpid() == self.parent:   # every worker has arrived: let them go
+                for _ in range(self.workers - 1):
+                    ready, _, _ = select.select([self.up[0]], [], [], 60)
+                    if ready:
+                        os.read(self.up[0], 1)
+                os.write(self.down[1], b"!" * (self.workers - 1))
+            else:
+                os.write(self.up[1], b"!")
+                ready, _, _ = select.select([self.down[0]], [], [], 60)
+                assert ready and os.read(self.down[0], 1) == b"!"
+        return _where(i)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_compute_shares_the_items_and_keeps_their_order(workers):
+    out = compute(_Meet(workers), list(range(40)), workers)
+    assert [v for v, _ in out] == [i * i for i in range(40)]
+    pids = {pid for _, pid in out}
+    assert os.getpid() in pids and len(pids) == workers   # each worker sent some
+
+
+def test_compute_with_one_worker_or_few_items_stays_here():
+    assert {pid for _, pid in compute(_where, range(12), 1)} == {os.getpid()}
+    assert {pid for _, pid in compute(_where, [5], 4)} == {os.getpid()}
+    assert compute(_where, [], 3) == []
+
+
+def _fails_at_7_and_23(i: int) -> int:
+    if i in (7, 23):
+        raise ValueError(f"item {i}")
+    return i
+
+
+def test_compute_raises_at_the_first_failing_item_as_one_process_would():
+    with pytest.raises(ValueError, match="^item 7$"):
+        compute(_fails_at_7_and_23, list(range(40)), 2)
+
+
+def _awkward(i: int) -> object:
+    if i % 5 == 0:
+        return lambda: i              # does not pickle: computed again here
+    if i == 13 and os.getpid() != PARENT:
+        os._exit(3)                   # a worker that dies: its items are computed here
+    return i
+
+
+PARENT = os.getpid()
+
+
+def test_compute_recovers_what_a_worker_cannot_send():
+    out = compute(_awkward, list(range(30)), 2)
+    assert [v() if callable(v) else v for v in out] == list(range(30))
+
+
+def _unevaluated(i: int) -> sp.Expr:
+    return sp.Mul(2 + i, x + y, evaluate=False)
+
+
+def test_compute_keeps_an_expression_as_the_worker_built_it():
+    out = compute(_unevaluated, list(range(24)), 2)
+    # an evaluating rebuild would distribute 2*(x + y) into 2*x + 2*y
+    assert [sp.srepr(e) for e in out] == [sp.srepr(_unevaluated(i)) for i in range(24)]
+    assert all(isinstance(e, sp.Mul) for e in out)
+
+
+@pytest.fixture(scope="module")
+def part():
+    """40 claims of the seed file (a table, named forms, alternatives, notes)."""
+    source = seed_claims()
+    return dataclasses.replace(source, claims=source.claims[60:100], charts=())
+
+
+@pytest.fixture(scope="module")
+def one(part):
+    return run_claims(part, workers=1)
+
+
+def _key(outcome):
+    return [(r.claim, r.status, sp.srepr(r.formula), sp.srepr(r.derived), r.message,
+             r.findings, r.alternatives, r.named, r.derivation) for r in outcome.results]
+
+
+def test_run_claims_and_prepare_give_the_same_for_any_number_of_workers(part, one):
+    three = run_claims(part, workers=3)
+    assert _key(three) == _key(one)
+    assert any(r.claim.table is not None for r in one.results)
+    assert any(r.named is not None for r in one.results)
+    here, shared = prepare(one, workers=1), prepare(one, workers=2)
+    assert shared.entries == here.entries
+    assert render_markdown(one, [], "c", shared) == render_markdown(one, [], "c")
+    assert render_latex(one, [], "c", shared) == render_latex(one, [], "c")
+
+
+def test_bad_worker_counts_are_refused_by_name(part, one):
+    few = dataclasses.replace(part, claims=part.claims[:2])
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(SymroofError, match="^workers: expected a whole number"):
+            run_claims(few, workers=bad)
+    with pytest.raises(SymroofError, match="^prepared: made for another outcome"):
+        render_markdown(one, [], "c", prepare(run_claims(few, workers=1)))
