@@ -48,19 +48,23 @@ G*N*Q + 4*H*N*P + H*P*Q
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, cast
 
 import sympy as sp
 
 from symroof.analysis import Analysis, analyze
 from symroof.errors import SymroofError
 from symroof.ir import Graph, Kind, Tensor, View, as_dim, as_expr
-from symroof.options import Causal, OpsCounted, Saves, option
+from symroof.options import Causal, OpsCounted, Saves
 from symroof.symbols import b as _b
 from symroof.workloads.attention import (ElementwiseFlops, causal_fraction, fuse_groups,
                                          op_groups)
 from symroof.workloads.builder import Builder
+# the mixers' widths and the scan conventions: data below the workloads (a model holds them,
+# the builders here read them); ScanChoices and its options keep this public path
+from symroof.workloads.mixers import (CbPer, ConvMixer, ConvOutputs, GatedDeltaNet,
+                                      LightningAttention, Mamba1, Mamba2, Passing, Scan,
+                                      ScanChoices, ShortConv)
 
 __all__ = ["Scan", "CbPer", "Passing", "ConvOutputs", "ScanChoices", "SsmShape", "ConvShape",
            "mamba2_mixer", "short_conv_mixer", "mamba1_mixer", "Mamba1Shape", "DeltaShape",
@@ -71,101 +75,13 @@ __all__ = ["Scan", "CbPer", "Passing", "ConvOutputs", "ScanChoices", "SsmShape",
 #: Name parts of the tensors a recurrent layer carries across decode steps.
 STATE_NAMES = ("conv_state", "ssm_state")
 
-
-class Scan(StrEnum):
-    """How prefill runs the state-space recurrence."""
-
-    CHUNKED = "chunked"        # the SSD: GEMMs within chunks, a scan over chunk states
-    SEQUENTIAL = "sequential"  # token by token: an elementwise update and h C per token
-
-
-class CbPer(StrEnum):
-    """Where the chunk scores C B^T are computed."""
-
-    GROUP = "group"  # once per group of heads sharing B and C (the reference kernels)
-    HEAD = "head"    # once per head, B and C repeated (transformers' torch path)
-
-
-class Passing(StrEnum):
-    """How the chunked scan passes states from chunk to chunk."""
-
-    SEQUENTIAL = "sequential"  # an elementwise scan over the chunks (decay, add)
-    QUADRATIC = "quadratic"    # all (c+1)^2 chunk pairs as one GEMM (transformers' torch path)
-
-
-class ConvOutputs(StrEnum):
-    """Which outputs of the causal conv1d are counted."""
-
-    CAUSAL = "causal"  # the S outputs kept
-    PADDED = "padded"  # the S + K - 1 a conv1d padded by K - 1 computes before the slice
-
-
-@dataclass(frozen=True)
-class ScanChoices:
-    """The counting conventions of the recurrent layers (each a named option; defaults are
-    the reference kernels'). ``chunk`` overrides the model's chunk size (a symbol: the
-    chunk-size crossovers)."""
-
-    scan: Scan = Scan.CHUNKED
-    chunk: sp.Expr | None = None
-    causal: Causal = Causal.HALF
-    cb: CbPer = CbPer.GROUP
-    passing: Passing = Passing.SEQUENTIAL
-    conv_outputs: ConvOutputs = ConvOutputs.CAUSAL
-    fused: bool = True
-    state_write: bool = True  # a decode step writes its new states back (in place)
-
-    def __post_init__(self) -> None:
-        for f, enum in (("scan", Scan), ("causal", Causal), ("cb", CbPer),
-                        ("passing", Passing), ("conv_outputs", ConvOutputs)):
-            object.__setattr__(self, f, option(enum, getattr(self, f), f"ssm {f}"))
-        for f in ("fused", "state_write"):
-            if not isinstance(getattr(self, f), bool):
-                raise SymroofError(f"ssm {f}: expected true or false, got {getattr(self, f)!r}")
-
-    @classmethod
-    def torch(cls) -> ScanChoices:
-        """The conventions transformers' pure-PyTorch Mamba-2 path computes (the oracle's)."""
-        return cls(causal=Causal.NONE, cb=CbPer.HEAD, passing=Passing.QUADRATIC,
-                   conv_outputs=ConvOutputs.PADDED, fused=False)
-
-
-@runtime_checkable
-class ConvShape(Protocol):
-    """A short causal convolution's taps, bias, state bytes and conventions: an LFM2 conv
-    block (``symroof.models.ShortConv``), and the conv part every recurrent mixer's shape
-    below extends (:class:`SsmShape`, :class:`Mamba1Shape`, :class:`DeltaShape`)."""
-
-    @property
-    def conv_kernel(self) -> sp.Expr: ...  # K: taps of the depthwise causal conv
-    @property
-    def conv_bias(self) -> bool: ...
-    @property
-    def conv_state_bytes(self) -> sp.Expr | None: ...  # per conv state value (None: kv_bytes)
-    @property
-    def choices(self) -> ScanChoices: ...
-
-
-@runtime_checkable
-class SsmShape(ConvShape, Protocol):
-    """A Mamba-2 mixer's widths, as the builder reads them (``symroof.models.Mamba2``)."""
-
-    @property
-    def heads(self) -> sp.Expr: ...        # H: SSM heads
-    @property
-    def head_dim(self) -> sp.Expr: ...     # P: channels per head (I = H P)
-    @property
-    def state(self) -> sp.Expr: ...        # N: state size per channel
-    @property
-    def groups(self) -> sp.Expr: ...       # G: groups of heads sharing B and C
-    @property
-    def chunk(self) -> sp.Expr: ...        # Q: chunk length of the SSD
-    @property
-    def proj_bias(self) -> bool: ...
-    @property
-    def gated_norm(self) -> bool: ...      # norm(y * silu(z)) before the out-projection
-    @property
-    def state_bytes(self) -> sp.Expr | None: ...       # per SSM state value (None: kv_bytes)
+# The old names of the mixers' types here (each was a protocol copying a model class's
+# fields), kept as aliases of the types themselves.
+SsmShape = Mamba2
+ConvShape = ConvMixer
+Mamba1Shape = Mamba1
+DeltaShape = GatedDeltaNet
+LightningShape = LightningAttention
 
 
 def ssd_flops_per_token(h: sp.Expr, p: sp.Expr, n: sp.Expr, g: sp.Expr,
@@ -194,9 +110,9 @@ def chunk_count(seq: sp.Expr, chunk: sp.Expr) -> sp.Expr:
     return seq / chunk
 
 
-def _shape(b: Builder) -> SsmShape:
+def _shape(b: Builder) -> Mamba2:
     s = getattr(b.m, "ssm", None)
-    if not isinstance(s, SsmShape):
+    if not isinstance(s, Mamba2):
         raise SymroofError(f"model {b.m.name!r} ssm: a mamba2 layer group needs the model's "
                            "Mamba-2 widths (symroof.models.Mamba2)")
     return s
@@ -244,7 +160,7 @@ def mamba2_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     return b.linear(y, "W_out", inner, m.d_model, "out_proj", s.proj_bias)
 
 
-def _conv(b: Builder, s: ConvShape, u: Tensor, part: str, width: sp.Expr, batch: sp.Expr,
+def _conv(b: Builder, s: ConvMixer, u: Tensor, part: str, width: sp.Expr, batch: sp.Expr,
           seq: sp.Expr, decode: bool, silu: bool = True) -> Tensor:
     """The depthwise causal conv1d over ``width`` channels as a GEMM over K-tap windows
     (the windows stay on chip), its bias and SiLU. Decode reads the conv state (the K
@@ -332,7 +248,7 @@ def short_conv_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     taps over the D channels (a GEMM over its windows, as in Mamba-2; decode reads and
     writes a K-wide conv state), the gate C y, the out-projection D -> D."""
     s = getattr(b.m, "short_conv", None)
-    if not isinstance(s, ConvShape):
+    if not isinstance(s, ShortConv):
         raise SymroofError(f"model {b.m.name!r} short_conv: a shortconv layer group needs "
                            "the model's short convolution (symroof.models.ShortConv)")
     g, m = b.g, b.m
@@ -346,26 +262,6 @@ def short_conv_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     return b.linear(y, "W_out", d, d, "out_proj", s.conv_bias)
 
 
-@runtime_checkable
-class Mamba1Shape(ConvShape, Protocol):
-    """A Mamba-1 mixer's widths (Jamba's; ``symroof.models.Mamba1``)."""
-
-    @property
-    def inner(self) -> sp.Expr: ...       # I: channels, each with its own state of N
-    @property
-    def state(self) -> sp.Expr: ...       # N
-    @property
-    def dt_rank(self) -> sp.Expr: ...     # R: the low-rank path of dt (x_proj, dt_proj)
-    @property
-    def proj_bias(self) -> bool: ...
-    @property
-    def norms(self) -> bool: ...          # RMSNorms on dt, B and C (Jamba, Falcon-Mamba)
-    @property
-    def norm_weights(self) -> bool: ...   # those norms have gains (Jamba) or none (Falcon)
-    @property
-    def state_bytes(self) -> sp.Expr | None: ...
-
-
 def mamba1_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
                  decode: bool) -> Tensor:
     """A Mamba-1 mixer (selective scan, Jamba's): in-projection D -> 2I (x, z), the causal
@@ -374,7 +270,7 @@ def mamba1_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     (the sequential scan: there is no chunked form), D skip, the gate silu(z), and the
     out-projection I -> D. Falcon-Mamba's norms have no gains (``norm_weights``)."""
     s = getattr(b.m, "mamba1", None)
-    if not isinstance(s, Mamba1Shape):
+    if not isinstance(s, Mamba1):
         raise SymroofError(f"model {b.m.name!r} mamba1: a mamba1 layer group needs the "
                            "model's Mamba-1 widths (symroof.models.Mamba1)")
     g, m = b.g, b.m
@@ -394,15 +290,17 @@ def mamba1_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     dt = b.linear(dtr, "W_dt", r, i, "dt_proj", True)
     dt = g.elementwise(dt, name=b.n("dt_softplus"), flops_per_element=2)
     a = b.weight("A_log", (i, 1, n))  # a decay per channel and state
-    w = _Widths(i, sp.Integer(1), n, sp.Integer(1), s.conv_kernel, sp.Integer(1), s.choices,
-                state_bytes=s.state_bytes)
+    # the selective scan is the Mamba-2 recurrence with I heads of one channel, one group
+    w = Mamba2(heads=i, head_dim=1, state=n, groups=1, conv_kernel=s.conv_kernel, chunk=1,
+               conv_bias=False, gated_norm=False, state_bytes=s.state_bytes,
+               choices=s.choices)
     y = _step(b, w, x, bm, cm, dt, batch, a) if decode else \
         _sequential(b, w, x, bm, cm, dt, batch, seq, a)
     y = g.elementwise(y, z, name=b.n("ssm_gate"), flops_per_element=b.fl.silu + b.fl.gate)
     return b.linear(y, "W_out", i, m.d_model, "out_proj", s.proj_bias)
 
 
-def _chunked(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor,
+def _chunked(b: Builder, s: Mamba2, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor,
              batch: sp.Expr, seq: sp.Expr) -> Tensor:
     """The SSD over chunks of Q positions (see the module docstring)."""
     g, c = b.g, s.choices
@@ -462,7 +360,7 @@ def _chunked(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Ten
     return out
 
 
-def _sequential(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor,
+def _sequential(b: Builder, s: Mamba2, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor,
                 batch: sp.Expr, seq: sp.Expr, a: Tensor | None = None) -> Tensor:
     """The recurrence token by token: the state of every position is computed (on chip
     when fused) and contracted with that position's C."""
@@ -490,7 +388,7 @@ def _sequential(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: 
     return out
 
 
-def _step(b: Builder, s: SsmShape, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor,
+def _step(b: Builder, s: Mamba2, x: Tensor, bm: Tensor, cm: Tensor, dt: Tensor,
           batch: sp.Expr, a: Tensor | None = None) -> Tensor:
     """One decode step: the state (batch, heads, P, N) is read, updated and written back."""
     g, c = b.g, s.choices
@@ -536,33 +434,6 @@ def ssm_splits(m: object, tp: int) -> bool:
     return all(not v.is_number or int(v) % tp == 0 for v in (s.heads, s.groups))
 
 
-@runtime_checkable
-class DeltaShape(ConvShape, Protocol):
-    """A gated DeltaNet mixer's widths (Qwen3-Next's linear attention;
-    ``symroof.models.GatedDeltaNet``)."""
-
-    @property
-    def key_heads(self) -> sp.Expr: ...    # H_k: query/key heads of d_k
-    @property
-    def key_dim(self) -> sp.Expr: ...
-    @property
-    def value_heads(self) -> sp.Expr: ...  # H_v: value heads of d_v (a multiple of H_k)
-    @property
-    def value_dim(self) -> sp.Expr: ...
-    @property
-    def chunk(self) -> sp.Expr: ...
-    @property
-    def state_bytes(self) -> sp.Expr | None: ...
-    @property
-    def decay(self) -> str: ...                     # "head" or "channel" (Kimi)
-    @property
-    def decay_rank(self) -> sp.Expr | None: ...     # the channel decay's low-rank width
-    @property
-    def out_gate_rank(self) -> sp.Expr | None: ...  # None: z a full projection
-    @property
-    def out_gate(self) -> str: ...                  # "silu" or "sigmoid" (Kimi)
-
-
 def deltanet_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
                    decode: bool) -> Tensor:
     """A gated DeltaNet mixer (Qwen3-Next): projections of q, k (H_k d_k), v, z (H_v d_v)
@@ -578,7 +449,7 @@ def deltanet_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     D -> r -> H_v d_k (``decay_rank``); the output gate comes through D -> r' -> H_v d_v
     (``out_gate_rank``) with a sigmoid (``out_gate``); the state is decayed per row."""
     s = getattr(b.m, "deltanet", None)
-    if not isinstance(s, DeltaShape):
+    if not isinstance(s, GatedDeltaNet):
         raise SymroofError(f"model {b.m.name!r} deltanet: a deltanet layer group needs the "
                            "model's gated DeltaNet widths (symroof.models.GatedDeltaNet)")
     g, m = b.g, b.m
@@ -630,7 +501,7 @@ def deltanet_flops_per_token(hv: sp.Expr, dk: sp.Expr, dv: sp.Expr, q: sp.Expr) 
     return sp.expand(hv * (3 * q * dk + 2 * q * dv + 6 * dk * dv))
 
 
-def _delta_chunked(b: Builder, s: DeltaShape, q: Tensor, k: Tensor, v: Tensor, gate: Tensor,
+def _delta_chunked(b: Builder, s: GatedDeltaNet, q: Tensor, k: Tensor, v: Tensor, gate: Tensor,
                    beta: Tensor, batch: sp.Expr, seq: sp.Expr) -> Tensor:
     """The chunked (WY) gated delta rule. The loop over chunks is a recurrence; as a graph
     each chunk's state is contracted at its size (the update k^T v_new, the reads w S and
@@ -708,7 +579,7 @@ def _delta_chunked(b: Builder, s: DeltaShape, q: Tensor, k: Tensor, v: Tensor, g
     return out
 
 
-def _delta_step(b: Builder, s: DeltaShape, q: Tensor, k: Tensor, v: Tensor, gate: Tensor,
+def _delta_step(b: Builder, s: GatedDeltaNet, q: Tensor, k: Tensor, v: Tensor, gate: Tensor,
                 beta: Tensor, batch: sp.Expr, seq: sp.Expr) -> Tensor:
     """One decode step: the state (batch, H_v, d_k, d_v) is decayed, read with k,
     corrected with beta (v - S^T k), read with q, and written back."""
@@ -742,23 +613,6 @@ def _delta_step(b: Builder, s: DeltaShape, q: Tensor, k: Tensor, v: Tensor, gate
     return out
 
 
-@runtime_checkable
-class LightningShape(Protocol):
-    """A lightning (linear) attention mixer's widths (MiniMax-Text-01's;
-    ``symroof.models.LightningAttention``)."""
-
-    @property
-    def heads(self) -> sp.Expr: ...       # H heads of d; the state is d x d per head
-    @property
-    def head_dim(self) -> sp.Expr: ...
-    @property
-    def chunk(self) -> sp.Expr: ...       # the block size of the blocked prefill
-    @property
-    def state_bytes(self) -> sp.Expr | None: ...
-    @property
-    def choices(self) -> ScanChoices: ...
-
-
 def lightning_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
                     decode: bool) -> Tensor:
     """Lightning attention (MiniMax-Text-01's linear attention): q, k, v = SiLU of a
@@ -769,7 +623,7 @@ def lightning_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     k^T v (d x d); decode one step: S = r S + k^T v, o = q S; an RMSNorm over the H d
     outputs, times sigmoid of a gate projection D -> H d; the out-projection H d -> D."""
     s = getattr(b.m, "lightning", None)
-    if not isinstance(s, LightningShape):
+    if not isinstance(s, LightningAttention):
         raise SymroofError(f"model {b.m.name!r} lightning: a lightning layer group needs the "
                            "model's lightning attention widths "
                            "(symroof.models.LightningAttention)")
@@ -788,7 +642,7 @@ def lightning_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     return b.linear(y, "W_out", hd * d, m.d_model, "out_proj", False)
 
 
-def _lightning_blocks(b: Builder, s: LightningShape, q: Tensor, k: Tensor, v: Tensor,
+def _lightning_blocks(b: Builder, s: LightningAttention, q: Tensor, k: Tensor, v: Tensor,
                       batch: sp.Expr, seq: sp.Expr) -> Tensor:
     """The blocked prefill (a last partial block padded whole, as :func:`chunk_count`):
     the intra-block scores and output at the causal convention, the inter-block read of
@@ -820,7 +674,7 @@ def _lightning_blocks(b: Builder, s: LightningShape, q: Tensor, k: Tensor, v: Te
     return out
 
 
-def _lightning_step(b: Builder, s: LightningShape, q: Tensor, k: Tensor, v: Tensor,
+def _lightning_step(b: Builder, s: LightningAttention, q: Tensor, k: Tensor, v: Tensor,
                     batch: sp.Expr, seq: sp.Expr) -> Tensor:
     """One decode step over the (batch, H, d, d) state: decayed, plus k^T v, read by q,
     written back."""
@@ -843,24 +697,6 @@ def _lightning_step(b: Builder, s: LightningShape, q: Tensor, k: Tensor, v: Tens
     if c.fused:
         b.fusions.append((_kernel(g, ops), None))
     return out
-
-
-@dataclass(frozen=True)
-class _Widths:
-    """The Mamba-2 widths of :func:`ssd` (an :class:`SsmShape`)."""
-
-    heads: sp.Expr
-    head_dim: sp.Expr
-    state: sp.Expr
-    groups: sp.Expr
-    conv_kernel: sp.Expr
-    chunk: sp.Expr
-    choices: ScanChoices
-    conv_bias: bool = False
-    proj_bias: bool = False
-    gated_norm: bool = False
-    state_bytes: sp.Expr | None = None
-    conv_state_bytes: sp.Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -889,11 +725,13 @@ def ssd(seq: object, heads: object, head_dim: object, state: object, chunk: obje
     choices = ScanChoices(causal=causal, cb=cb, passing=passing,  # type: ignore[arg-type]
                           fused=fused)
     bt, sq = as_dim(batch, "ssd batch"), as_dim(seq, "ssd seq")
-    w = _Widths(as_dim(heads, "ssd heads"), as_dim(head_dim, "ssd head_dim"),
-                as_dim(state, "ssd state"), as_dim(groups, "ssd groups"), sp.Integer(4),
-                as_dim(chunk, "ssd chunk"), choices)
-    if w.heads.is_number and w.groups.is_number and w.heads % w.groups:
-        raise SymroofError(f"ssd groups {w.groups}: does not divide the {w.heads} heads")
+    hd, p, n, grp, q = (as_dim(v, f"ssd {f}") for v, f in (
+        (heads, "heads"), (head_dim, "head_dim"), (state, "state"), (groups, "groups"),
+        (chunk, "chunk")))
+    if hd.is_number and grp.is_number and hd % grp:
+        raise SymroofError(f"ssd groups {grp}: does not divide the {hd} heads")
+    w = Mamba2(heads=hd, head_dim=p, state=n, groups=grp, chunk=q, conv_bias=False,
+               gated_norm=False, choices=choices)
     bv = as_expr(b, "ssd b")
     g = Graph("ssd")
     bld = Builder(g, cast(Any, _ScanOnly("ssd", bv, bv)), ElementwiseFlops())

@@ -24,44 +24,22 @@ hidden state and the embeddings and writes the 2d-wide input of the norm.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import sympy as sp
 
 from symroof.errors import SymroofError
-from symroof.ir import Graph, Kind, Tensor, as_dim
+from symroof.ir import Graph, Kind, Tensor
 from symroof.options import Saves
 from symroof.workloads.attention import FLASH_ATTENTION, attention_core, causal_fraction
 from symroof.workloads.builder import Builder, LayerGroup
+# the shared blocks' widths: data below the workloads, beside the mixers'; this is one of
+# their public paths
+from symroof.workloads.mixers import SharedBlocks
 from symroof.workloads.recurrent import mamba1_mixer, mamba2_mixer
 
 __all__ = ["SharedBlocks", "zamba_layer"]
 
 #: The names the token embeddings may carry in a forward graph, most derived first.
 _EMBEDDINGS = ("embed_dropout", "add_positions", "tokens", "x")
-
-
-@dataclass(frozen=True)
-class SharedBlocks:
-    """Zamba2's shared transformer blocks: ``mem_blocks`` M blocks alternating over the
-    hybrid layers, per-use adapters of rank ``adapter_rank`` on Q, K, V when
-    ``attention_adapter`` and on the MLP's gate/up projection when ``mlp_adapter``, rotary
-    positions in the shared attention when ``rope``."""
-
-    mem_blocks: sp.Expr = sp.Integer(1)
-    adapter_rank: sp.Expr = sp.Integer(128)
-    attention_adapter: bool = False
-    mlp_adapter: bool = True
-    rope: bool = False
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "mem_blocks", as_dim(self.mem_blocks, "zamba num_mem_blocks"))
-        object.__setattr__(self, "adapter_rank", as_dim(self.adapter_rank,
-                                                        "zamba adapter_rank"))
-        for f in ("attention_adapter", "mlp_adapter", "rope"):
-            if not isinstance(getattr(self, f), bool):
-                raise SymroofError(f"zamba {f}: expected true or false, got "
-                                   f"{getattr(self, f)!r}")
 
 
 def _embeddings(g: Graph) -> Tensor:

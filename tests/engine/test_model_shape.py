@@ -64,3 +64,65 @@ def test_builders_name_their_argument_when_given_something_else():
         prefill({"layers": 2}, 1, 8)  # type: ignore[arg-type]
     with pytest.raises(SymroofError, match=r"^expected a transformer model, got str$"):
         layers.forward("llama", batch=1, seq=1)  # type: ignore[arg-type]
+
+
+
+def test_mixers_are_one_type_below_the_workloads():
+    """The hybrid mixers' widths are defined once, in workloads.mixers; every old path
+    names the same class, and the builders read that class (no protocol copies it)."""
+    import ast
+    import importlib
+    import inspect
+
+    import symroof.models as public
+    from symroof.workloads import mixers, recurrent, zamba
+
+    hybrid = importlib.import_module("symroof.models.hybrid")  # the module, not the function
+    for name in ("Mamba2", "Mamba1", "GatedDeltaNet", "LightningAttention", "ShortConv",
+                 "SharedBlocks", "DECAY_GATES", "OUT_GATES"):
+        assert getattr(hybrid, name) is getattr(mixers, name), name
+    for name in ("Mamba2", "Mamba1", "GatedDeltaNet", "ShortConv"):
+        assert getattr(public, name) is getattr(mixers, name), name
+        assert getattr(mixers, name).__module__ == "symroof.workloads.mixers"
+    assert zamba.SharedBlocks is mixers.SharedBlocks
+    for name in ("Scan", "CbPer", "Passing", "ConvOutputs", "ScanChoices"):
+        assert getattr(recurrent, name) is getattr(mixers, name), name
+    # the protocols' old names are the types themselves
+    assert (recurrent.SsmShape, recurrent.Mamba1Shape, recurrent.DeltaShape,
+            recurrent.LightningShape) == (mixers.Mamba2, mixers.Mamba1, mixers.GatedDeltaNet,
+                                          mixers.LightningAttention)
+    assert recurrent.ConvShape == mixers.ConvMixer
+    assert isinstance(mixers.ShortConv(), recurrent.ConvShape)
+    assert not isinstance(mixers.LightningAttention(2, 8), recurrent.ConvShape)  # no conv
+    # recurrent.py and zamba.py define no protocol (nor import one) and no class of widths
+    for module in (recurrent, zamba):
+        tree = ast.parse(inspect.getsource(module))
+        classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+        assert not [c.name for c in classes
+                    if any("Protocol" in ast.unparse(base) for base in c.bases)]
+        assert "Protocol" not in {a.name for n in ast.walk(tree)
+                                  if isinstance(n, ast.ImportFrom) for a in n.names}
+        assert {c.name for c in classes} <= {"_ChunkOps", "_ScanOnly"}, module.__name__
+
+
+def test_builders_refuse_a_stand_in_for_a_mixer_by_name():
+    """The builders check the concrete mixer type (a look-alike of another type, which
+    the protocols let through, is refused) with the messages they gave before."""
+    from types import SimpleNamespace
+
+    from symroof.ir import Graph
+    from symroof.workloads.attention import ElementwiseFlops
+    from symroof.workloads.builder import Builder
+    from symroof.workloads.mixers import Mamba2
+    from symroof.workloads.recurrent import mamba1_mixer, short_conv_mixer
+
+    look_alike = Mamba2(heads=2, head_dim=4, state=8)   # has every field a ShortConv has
+    model = SimpleNamespace(name="m", short_conv=look_alike, mamba1=look_alike)
+    b = Builder(Graph("g"), model, ElementwiseFlops())  # type: ignore[arg-type]
+    one = sp.Integer(1)
+    with pytest.raises(SymroofError, match=r"^model 'm' short_conv: a shortconv layer group "
+                       r"needs the model's short convolution \(symroof.models.ShortConv\)$"):
+        short_conv_mixer(b, None, batch=one, seq=one, decode=True)  # type: ignore[arg-type]
+    with pytest.raises(SymroofError, match=r"^model 'm' mamba1: a mamba1 layer group needs "
+                       r"the model's Mamba-1 widths \(symroof.models.Mamba1\)$"):
+        mamba1_mixer(b, None, batch=one, seq=one, decode=True)  # type: ignore[arg-type]

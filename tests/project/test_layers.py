@@ -29,7 +29,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("symroof.rules", "symroof.cost"),
     ("symroof.analysis",),
     ("symroof.passes",),
-    ("symroof.workloads.shape",),   # a model's data, which every workload builder reads
+    ("symroof.workloads.shape",     # a model's data, which every workload builder reads,
+     "symroof.workloads.mixers"),   # and its token mixers' (Mamba-2, DeltaNet, ...) widths
     ("symroof.workloads",),
     ("symroof.models",),
     ("symroof.display", "symroof.evaluate", "symroof.device", "symroof.compiled.lambdified",
@@ -180,6 +181,22 @@ def test_imports_inside_functions_say_why():
     ("symroof.workloads.registry", "symroof.models", True),
     ("symroof.request", "symroof.workloads.registry", False),
     ("symroof.cli.derive", "symroof.request", False),
+    ("symroof.workloads.mixers", "symroof.workloads.recurrent", True),  # data, not builders
+    ("symroof.workloads.mixers", "symroof.models.hybrid", True),
+    ("symroof.workloads.recurrent", "symroof.workloads.mixers", False),
+    ("symroof.models.hybrid", "symroof.workloads.mixers", False),
 ])
 def test_the_table_would_catch_an_upward_edge(module, target, expected):
     assert (layer_of(target) > layer_of(module)) is expected
+
+
+def test_a_models_data_sits_below_the_workloads():
+    """The model's data (its fields, the mixers' widths) is one layer, below every
+    workload builder; the model's counts are above them."""
+    data = layer_of("symroof.workloads.shape")
+    assert layer_of("symroof.workloads.mixers") == data
+    assert all(layer_of(f"symroof.workloads.{m}") == data + 1
+               for m in ("recurrent", "zamba", "layers", "builder"))
+    assert layer_of("symroof.models.hybrid") > data + 1
+    assert {t for m, t, _ in edges() if m == "symroof.workloads.mixers"} <= {
+        "symroof.errors", "symroof.ir", "symroof.options"}
