@@ -4,12 +4,15 @@
 
 Each repetition runs ``python -c "import sympy"`` as a new process (the yardstick: the
 ratio of the command to it is what this machine's load cannot fake), then the command
-once as a new process (wall clock, into a temporary folder), and once more in a child interpreter that times its stages the way
-``symroof.cli.report.write_report`` runs them: imports, the claims' derivations and
-checks (``run_claims``), the charts (``render_charts``), rendering (Markdown, LaTeX,
-JSON) and writing. Shares are each stage's part of the child's total; the last line
-says how often SymPy's ``simplify`` ran (the main path must not call it; the test is
-tests/reports/test_report.py::test_no_simplify_while_generating).
+once as a new process (wall clock, into a temporary folder), and twice more in a child
+interpreter that times its stages the way ``symroof.cli.report.write_report`` runs them:
+imports, the claims' derivations and checks (``run_claims``), the charts
+(``render_charts``), typesetting every claim's block for both flavours (``prepare``),
+rendering (Markdown, LaTeX, JSON) and writing; once with the workers the command chooses
+(one per core, see ``symroof.verify.workers``) and once in one process, so the ratio of
+the two is the gain from the cores. Shares are each stage's part of the child's total;
+the last line says how often SymPy's ``simplify`` ran (the main path must not call it;
+the test is tests/reports/test_report.py::test_no_simplify_while_generating).
 """
 
 from __future__ import annotations
@@ -39,17 +42,19 @@ def counted(*args, _real=where.simplify, **kwargs):
 sympy.simplify = where.simplify = counted  # sp.simplify(...) and Expr.simplify() both land here
 from symroof.cli.report import write_report  # noqa: F401 - what the command imports
 from symroof.files import write_text
-from symroof.present.appendix import claims_json, render_latex, render_markdown
+from symroof.present.appendix import claims_json, prepare, render_latex, render_markdown
 from symroof.present.claim_charts import render_charts
 from symroof.verify import run_claims
 from symroof.verify.appendix import seed_claims
+workers = None if sys.argv[2] == "auto" else int(sys.argv[2])
 stages["imports"] = time.perf_counter() - t
-t = time.perf_counter(); outcome = run_claims(seed_claims()); stages["derivations"] = time.perf_counter() - t
+t = time.perf_counter(); outcome = run_claims(seed_claims(), workers=workers); stages["derivations"] = time.perf_counter() - t
 t = time.perf_counter(); charts = render_charts(outcome); stages["charts"] = time.perf_counter() - t
+t = time.perf_counter(); prepared = prepare(outcome, workers=workers); stages["typesetting the blocks"] = time.perf_counter() - t
 t = time.perf_counter()
 command = "symroof report appendix"
-texts = {out / "seed_appendix.md": render_markdown(outcome, charts, command),
-         out / "seed_appendix.tex": render_latex(outcome, charts, command),
+texts = {out / "seed_appendix.md": render_markdown(outcome, charts, command, prepared),
+         out / "seed_appendix.tex": render_latex(outcome, charts, command, prepared),
          out / "seed_claims.json": json.dumps(claims_json(outcome), indent=1, ensure_ascii=False,
                                               allow_nan=False) + "\n"}
 texts.update({out / "charts" / f"{c.id}.svg": c.svg for c in charts})
@@ -75,6 +80,7 @@ def main() -> None:
     cmd = [sys.executable, str(script)] if script.exists() else \
         [sys.executable, "-c", "import sys; from symroof.cli import main; sys.exit(main())"]
     ratios: list[float] = []
+    totals: dict[str, list[float]] = {}
     for _ in range(args.repeat):
         t0 = time.perf_counter()  # the yardstick, side by side: a new process importing sympy
         subprocess.run([sys.executable, "-c", "import sympy"], cwd=ROOT, check=True)
@@ -85,18 +91,23 @@ def main() -> None:
                            stdout=subprocess.DEVNULL)
             ends.append(time.perf_counter() - t0)
         ratios.append(ends[-1] / sympy_s)
-        with tempfile.TemporaryDirectory() as tmp:
-            code = f"import sys; sys.argv = ['child', {tmp!r}]\n" + CHILD
-            found = json.loads(run_python(code))
-        total = sum(found["stages"].values())
-        for k, v in found["stages"].items():
-            shares.setdefault(k, []).append(100 * v / total)
-            seconds.setdefault(k, []).append(v)
-        simplify, claims = found["simplify"], found["claims"]
+        for workers in ("auto", "1"):   # the command's own choice, then one process
+            with tempfile.TemporaryDirectory() as tmp:
+                code = f"import sys; sys.argv = ['child', {tmp!r}, {workers!r}]\n" + CHILD
+                found = json.loads(run_python(code))
+            total = sum(found["stages"].values())
+            for k, v in found["stages"].items():
+                shares.setdefault(f"{k}, workers {workers}", []).append(100 * v / total)
+                seconds.setdefault(f"{k}, workers {workers}", []).append(v)
+            totals.setdefault(workers, []).append(total)
+            simplify, claims = found["simplify"], found["claims"]
     print(header(f"symroof report appendix ({claims} claims): stage / whole child run, in %"))
     for k, v in shares.items():
         print(line(f"{k} (median {sorted(seconds[k])[len(seconds[k]) // 2]:.2f} s)", v, "%"))
     lo, mid, hi = min(ends), sorted(ends)[len(ends) // 2], max(ends)
+    print(header("the child's whole run: workers as the command chooses / one process"))
+    print(line("workers auto / workers 1", [a / o for a, o in zip(totals["auto"], totals["1"])],
+               "x"))
     print(header("symroof report appendix / python -c 'import sympy' (new processes, wall)"))
     print(line("appendix end to end / import sympy", ratios, "x",
                "< 5 s on 2 idle cores (issue 21): about 12x at 0.4 s per import"))

@@ -621,8 +621,8 @@ def prepare(outcome: Outcome, flavours: Sequence[str] = ("md", "tex"), *,
     """The entries of every claim and table of ``outcome`` in each of ``flavours``, for
     :func:`render_markdown` and :func:`render_latex` (``prepared=``). Each entry depends
     on its claim alone, so ``workers`` processes compute them side by side
-    (:mod:`symroof.verify.workers`; ``None``: the cores this process may use, at most
-    one per 24 claims); the entries are the same for any number."""
+    (:mod:`symroof.verify.workers`; ``None``: the idle cores, at most one per 24
+    claims); the entries are the same for any number."""
     ids = _id_pattern([r.claim.id for r in outcome.results])
     tables = _tables(outcome)
     heads = [i for i, r in enumerate(outcome.results)

@@ -555,7 +555,8 @@ def run_claims(source: ClaimFile, *, workers: int | None = None) -> Outcome:
 
     The claims are independent, so ``workers`` processes check them side by side
     (:mod:`symroof.verify.workers`; the outcome is the same for any number). ``None``
-    takes the cores this process may use, at most one per 24 claims; 1 checks them here.
+    takes the idle cores (``workers.available()``), at most one per 24 claims; 1 checks
+    them all in this process.
     """
     declared, refused = declare_each(source.symbols, f"{source.path}: [symbols]")
     ctx = Context(declared, source.path, source.text, refused=refused)

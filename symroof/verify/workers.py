@@ -37,11 +37,21 @@ _RUN_LENGTH = 4              # items per run: neighbours, and small enough to ba
 
 
 def available() -> int:
-    """The cores this process may run on (its CPU affinity where the platform has one)."""
+    """The cores this process may run on and no other work keeps busy: its CPU affinity
+    (where the platform has one) less the whole processes the last minute's load average
+    counts, at least 1. Each worker repeats some of the others' warm-up (about a third
+    more CPU in all for the seed appendix), which pays only on an idle core: on a busy
+    machine (a test run on every core) the claims are checked in one process, as
+    ``make -l`` holds back its jobs."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - macOS, Windows
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    try:
+        busy = int(os.getloadavg()[0])
+    except (AttributeError, OSError):  # pragma: no cover - no load average here
+        busy = 0
+    return max(1, cores - busy)
 
 
 def _forkable() -> bool:

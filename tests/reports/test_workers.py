@@ -20,7 +20,7 @@ from symroof.errors import SymroofError
 from symroof.present.appendix import prepare, render_latex, render_markdown
 from symroof.verify import run_claims
 from symroof.verify.appendix import seed_claims
-from symroof.verify.workers import compute
+from symroof.verify.workers import available, compute
 
 x, y = sp.symbols("x y")
 
@@ -142,3 +142,10 @@ def test_bad_worker_counts_are_refused_by_name(part, one):
             run_claims(few, workers=bad)
     with pytest.raises(SymroofError, match="^prepared: made for another outcome"):
         render_markdown(one, [], "c", prepare(run_claims(few, workers=1)))
+
+
+def test_the_idle_cores_are_the_cores_less_the_load(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    for load, idle in ((0.0, 4), (0.9, 4), (1.2, 3), (3.99, 1), (9.0, 1)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert available() == idle
