@@ -246,8 +246,8 @@ def _named(claim: Claim, result: Result, ctx: Context) -> Named | None:
             if found is None and _reads_preset(claim.value):
                 found = _named_preset(claim, result, ctx, key)
             full.named[key] = found
-        found: Named | None = full.named[key]
-        return found
+        shown: Named | None = full.named[key]
+        return shown
     return _named_preset(claim, result, ctx, key)
 
 
@@ -282,6 +282,9 @@ def _words(node: object) -> set[str]:
 
 
 def _named_form(claim: Claim, result: Result, ctx: Context, twins: Context) -> Named | None:
+    folded = result.formula
+    if folded is None:
+        return None
     twins.twin_seen, twins.mentioned = [], set()
     twins.assumptions = frozenset(claim.assumptions)
     where = _at(claim, ctx, "value")
@@ -328,12 +331,12 @@ def _named_form(claim: Claim, result: Result, ctx: Context, twins: Context) -> N
     params = models[0] if models and all(p == models[0] for p in models) else None
     if not isinstance(named, sp.Expr):
         named = None
+    numbers = {k for v, p in seen if p is None for k in v}
     if twins.twin_numbers:  # a number's name must be new to the claim, and shown
-        numbers = {k for v, p in seen if p is None for k in v}
-        words = _words(claim.value) | {str(s) for s in result.formula.free_symbols}
+        words = _words(claim.value) | {str(s) for s in folded.free_symbols}
         if not numbers or any(k.name in words for k in numbers):
             return None
-    found = named_form(result.formula, named, values, params, roofline=roofline,
+    found = named_form(folded, named, values, params, roofline=roofline,
                        derivation=table, folded=result.derivation)
     if twins.twin_numbers and found is not None and \
             not any(k in numbers for k, _ in found.values):
