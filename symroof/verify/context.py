@@ -66,10 +66,12 @@ class Context:
         """This file's context for deriving with twins (one per file: caches shared);
         ``numbers``: chips and builders' number arguments named too."""
         if numbers:
-            if self.number_twin_context is None:
-                self.number_twin_context = Context(self.declared, self.path, self.text,
-                                                   refused=self.refused, twins=True,
-                                                   twin_numbers=True)
+            if self.number_twin_context is None:  # the twins' models and workloads shared
+                t = self.with_twins()             # (builds keys a named number's apart)
+                self.number_twin_context = Context(
+                    self.declared, self.path, self.text, t.workloads, t.models,
+                    refused=self.refused, twins=True, twin_numbers=True,
+                    twin_log=t.twin_log, graph_symbols=t.graph_symbols)
             return self.number_twin_context
         if self.twin_context is None:
             self.twin_context = Context(self.declared, self.path, self.text,

@@ -41,7 +41,8 @@ from symroof.models import TransformerModel
 from symroof.symbols import D, G, H, L, P, V, d_ff, d_h
 from symroof.verify.derivation import Derivation
 
-__all__ = ["Named", "twin", "named_form", "H_KV", "PI", "BETA", "chip", "arguments"]
+__all__ = ["Named", "twin", "named_form", "H_KV", "PI", "BETA", "chip", "arguments",
+           "writes_numbers"]
 
 #: The KV heads of a grouped-query model (seed 001's ``n_kv_heads``; the claim file's G).
 H_KV = G
@@ -138,6 +139,27 @@ def arguments(symbols: Sequence[object], args: Sequence[object]
     return [name(s, a) for s, a in zip(symbols, args)] + list(args[len(symbols):]), values
 
 
+def writes_numbers(node: object) -> bool:
+    """Whether a recipe (or a workload table) reads a chip's peak, bandwidth or ridge, or
+    gives a workload builder a whole number above 1 as an argument (what :func:`chip` and
+    :func:`arguments` name).
+
+    >>> writes_numbers({"let": {"I": {"workload": {"builder": "gemm", "args": [8, 8, "K"]}}}})
+    True
+    >>> writes_numbers({"workload": {"builder": "gemm", "args": [1, "N", "K"]}})
+    False
+    """
+    if isinstance(node, Mapping):
+        if "hardware" in node and not node.keys() & {"workload", "model"} and \
+                node.get("q", "ridge") in ("peak", "bandwidth", "ridge"):  # not a roofline's
+            return True
+        if "builder" in node and isinstance(node.get("args"), list) and any(
+                isinstance(a, int) and not isinstance(a, bool) and a > 1 for a in node["args"]):
+            return True
+        return any(writes_numbers(v) for v in node.values())
+    return isinstance(node, list) and any(writes_numbers(v) for v in node)
+
+
 def _exact(named: sp.Expr | None, folded: sp.Expr | None,
            values: Mapping[sp.Symbol, sp.Expr]) -> bool:
     return named is not None and folded is not None and \
@@ -156,9 +178,11 @@ def _cancels(named: sp.Expr, folded: sp.Expr,
 @functools.lru_cache(maxsize=1024)
 def _in_p(named: sp.Expr, params: sp.Expr | None) -> sp.Expr:
     """``named`` rewritten in ``P`` where the twin's parameter count is one term (the
-    seeds' ``12 L D^2``) and the formula carries it; else ``named``."""
+    seeds' ``12 L D^2``) and the formula carries it (each of its symbols: a formula
+    without ``L`` is not written in ``P``, and the rewrite's search is not run); else
+    ``named``."""
     if params is None or not params.free_symbols or isinstance(params, sp.Add) or \
-            P in named.free_symbols:
+            P in named.free_symbols or not params.free_symbols <= named.free_symbols:
         return named
     try:
         return notation.rewrite(named, {P: params}, where="named form")

@@ -52,7 +52,7 @@ from symroof.verify.compare import (comparison, half_unit, propagated_halfwidth,
                                     tolerance_text)
 from symroof.verify.grammar import dimension_of
 from symroof.verify.derivation import Derivation, derivation, workload_spec
-from symroof.verify.named import Named, named_form
+from symroof.verify.named import Named, named_form, writes_numbers
 from symroof.verify.recipe import (Context, _Heavy, check_value, declare_each, evaluate,
                                    formula_of, honour, workload)
 from symroof.verify.schema import Chart, Claim, ClaimFile, field_line
@@ -234,7 +234,7 @@ def _named(claim: Claim, result: Result, ctx: Context) -> Named | None:
     presets' form stands."""
     if result.status == "error" or result.formula is None:
         return None
-    numbers = bool(result.formula.free_symbols) and _writes_numbers(claim.value)
+    numbers = bool(result.formula.free_symbols) and writes_numbers(claim.value)
     if not numbers and not _reads_preset(claim.value):
         return None
     # claims of one recipe (a table's rows, which differ only in subs) have one named form
@@ -257,19 +257,6 @@ def _named_preset(claim: Claim, result: Result, ctx: Context, key: str) -> Named
         twins.named[key] = _named_form(claim, result, ctx, twins)
     found: Named | None = twins.named[key]
     return found
-
-
-def _writes_numbers(node: object) -> bool:
-    """Whether a recipe reads a chip's peak, bandwidth or ridge, or gives a workload
-    builder a whole number above 1 as an argument (:func:`symroof.verify.named.arguments`)."""
-    if isinstance(node, Mapping):
-        if "hardware" in node and node.get("q", "ridge") in ("peak", "bandwidth", "ridge"):
-            return True
-        if "builder" in node and isinstance(node.get("args"), list) and any(
-                isinstance(a, int) and not isinstance(a, bool) and a > 1 for a in node["args"]):
-            return True
-        return any(_writes_numbers(v) for v in node.values())
-    return isinstance(node, list) and any(_writes_numbers(v) for v in node)
 
 
 def _words(node: object) -> set[str]:
@@ -298,7 +285,7 @@ def _named_form(claim: Claim, result: Result, ctx: Context, twins: Context) -> N
             if "roofline" in claim.value:
                 if d is not None:
                     roofline = (a.flops, a.bytes, d.flops, d.bytes)
-            elif "let" in claim.value:  # one workload bound, then algebra: all of it
+            elif "let" in claim.value and twins.twin_numbers:  # then a chip's algebra
                 named = evaluate(claim.value, twins, {}, where)
             else:
                 named = a.quantities.get(str(claim.value.get("q", "I")))
