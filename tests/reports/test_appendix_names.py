@@ -18,7 +18,8 @@ from symroof.models import get
 from symroof.present.appendix import _escape, _roofline_names
 from symroof.symbols import B, D, K, L, M, N, P, S, V, b, d_ff, n
 from symroof.verify import parse_claims, run_claims
-from symroof.verify.named import BETA, H_KV, PI, arguments, chip, named_form, twin
+from symroof.verify.named import (BETA, H_KV, PI, arguments, chip, named_form, twin,
+                                  writes_numbers)
 
 
 
@@ -125,6 +126,15 @@ def test_arguments_name_numbers_the_builder_has_a_parameter_for():
     R, S_f = sp.symbols("R S_f", positive=True, integer=True)
     assert arguments((n, (R, S_f)), [sp.Integer(8), (sp.Integer(3), sp.Integer(3))]) == (
         [n, (R, S_f)], {n: 8, R: 3, S_f: 3})
+
+
+def test_only_a_chip_node_or_a_builders_number_asks_for_number_names():
+    ridge = {"hardware": "h100-sxm", "q": "ridge"}
+    assert writes_numbers({"let": {"r": ridge}, "expr": "1/r"})
+    assert not writes_numbers({"hardware": "h100-sxm", "q": "capacity"})
+    # a roofline's chip is shown as max(F/pi, Q/beta) already; a GEMV's 1 is no size
+    assert not writes_numbers({"roofline": {"workload": {"builder": "gemm", "args": [
+        "M", 1, "K"]}, "hardware": "h100-sxm"}, "q": "time_s"})
 
 
 _FILE = """[[document]]
