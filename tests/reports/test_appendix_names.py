@@ -165,6 +165,18 @@ claimed = 1
 rounding = {greater_than = true}
 subs = {K = 64, M = 8, b = 2}
 value = {let.a = {workload = {builder = "gemm", args = ["M", 64, "K"]}, q = "F"}, let.c = {workload = {builder = "gemm", args = [4096, 4096, "K"]}, q = "F"}, expr = "c/a"}
+
+[[claim]]
+id = "declares-p"
+document = "d"
+section = "S"
+quote = "q"
+quantity = "x"
+unit = "ratio"
+claimed = 1
+rounding = {greater_than = true}
+subs = {P = "12*L*D**2", K = 4096, b = 2}
+value = {let.I = {workload = {builder = "gemm", args = [4096, 4096, "K"]}, q = "I"}, let.r = {hardware = "h100-sxm", q = "ridge"}, expr = "I/r"}
 """
 
 
@@ -177,6 +189,11 @@ def test_a_claim_file_gets_names_for_its_numbers_only_where_they_are_new():
     # M is the claim's own symbol here: the 4096 keeps its number (no named form at all)
     own = out["m-is-the-claims-own"]
     assert own.named is None and own.derived == sp.Integer(4096 * 4096) / (8 * 64)
+    # a declared name the formula does not use stays an error naming file, line and field
+    # (the names a named form gives the numbers are not the recipe's)
+    bad = out["declares-p"]
+    assert bad.status == "error" and bad.message.startswith(
+        "t.toml:39: claim 'declares-p' field 'subs'.P: the recipe does not use P")
 
 
 def test_decode_of_the_seed_model_reads_2P_plus_4LSD(by_id, md):
