@@ -243,6 +243,11 @@ def number_latex(value: sp.Expr) -> str:
 _F, _Q, _PI, _BETA = sp.symbols("F Q pi beta", positive=True)
 
 
+#: The units of a chip's names where a claim's model form uses them (its π and β:
+#: :data:`symroof.verify.named.PI`, which are these symbols)
+_CHIP_UNITS = {_PI: "\\ \\mathrm{FLOP/s}", _BETA: "\\ \\mathrm{B/s}"}
+
+
 def _roofline_names(r: Result) -> tuple[str, str]:
     """For a claim whose formula is the roofline's ``max`` with the chip's numbers folded
     in (``max(B P/494700000000000, ...)``), that formula in the roofline's own names and
@@ -456,6 +461,7 @@ def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> 
             named_values += ", " + ", ".join(f"{latex(k)} = {latex(v)}"
                                              for k, v in model_names.items())
     subs = ", ".join(f"{latex(k)} = {latex(v)}" for k, v in {**names, **numbers}.items())
+    chips = set(model_values) & set(_CHIP_UNITS)  # a chip's figures in the model form
     claimed = (_in_unit(r.claimed, r, flavour) if r.claimed is not None else
                latex(r.claimed_formula) if r.claimed_formula is not None else "")
     return {
@@ -470,7 +476,8 @@ def _claim_item(r: Result, flavour: str, ids: re.Pattern[str] | None = None) -> 
         # a long list of values may break after a comma in print (TeX breaks inline
         # math only at operators)
         "numbers": (", \\allowbreak " if flavour == "tex" else ", ").join(
-            f"{latex(k)} = {number_latex(v)}" for k, v in numbers.items()),
+            f"{latex(k)} = {number_latex(v)}{_CHIP_UNITS[k] if k in chips else ''}"
+            for k, v in numbers.items()),
         "derived_formula": (latex(r.derived) if r.derived is not None and r.derived.free_symbols
                             else ""),
         "subs": subs, "derived": _in_unit(r.derived, r, flavour),

@@ -26,7 +26,7 @@ from symroof.passes.pipeline import Pass, Pipeline
 from symroof.passes.tile import tile_pass
 from symroof.verify.context import (Context, _args, _brief, _calling, _env_key, _expr,
                                     _table, _text)
-from symroof.verify.named import twin
+from symroof.verify.named import arguments, twin, writes_numbers
 from symroof.workloads import registry
 
 __all__ = ["BUILDERS", "model", "workload"]
@@ -171,6 +171,9 @@ def workload(spec: object, ctx: Context, env: Mapping[str, Any], where: str) -> 
     s = _table(spec, where, "graph" if isinstance(spec, Mapping) and "graph" in spec
                else "workload")
     key = json.dumps([s, _env_key(env)], sort_keys=True, default=str)
+    numbers = ctx.twin_numbers and writes_numbers(s)
+    if numbers:  # its number arguments named: not the presets' twin (whose caches it shares)
+        key = f"numbers {key}"
     if key in ctx.workloads:
         ctx.twin_seen += ctx.twin_log.get(key, [])
         return _mention_graph(ctx, ctx.workloads[key])
@@ -184,6 +187,10 @@ def workload(spec: object, ctx: Context, env: Mapping[str, Any], where: str) -> 
             raise SymroofError(f"{where}.builder: unknown workload {name!r}"
                                f"{suggest(name, BUILDERS)}; expected one of {', '.join(BUILDERS)}")
         args = [_arg(v, ctx, env, f"{where}.args") for v in _args(s, where)]
+        if numbers:  # a named form: number arguments as the builder's parameters
+            args, values = arguments(entry.arguments(), args)
+            if values:
+                ctx.twin_seen.append((values, None))
         if entry.model:
             args.insert(0, model(s.get("model"), ctx, env, f"{where}.model"))
         elif "model" in s:

@@ -46,19 +46,33 @@ class Context:
     # presets replaced by their twins (symroof.verify.named); each twin met: the numbers
     # its symbols stand for and its parameter count (a cached model or workload logs the
     # twins its build met, and meets them again when the cache answers)
+    # twins; with twin_numbers also chips (pi, beta) and builders' number arguments, whose
+    # entries in twin_seen have no parameter count (None)
     twins: bool = False
-    twin_seen: list[tuple[dict[sp.Symbol, sp.Expr], sp.Expr]] = field(default_factory=list)
-    twin_log: dict[str, list[tuple[dict[sp.Symbol, sp.Expr], sp.Expr]]] = field(
+    twin_numbers: bool = False
+    twin_seen: list[tuple[dict[sp.Symbol, sp.Expr], sp.Expr | None]] = field(
+        default_factory=list)
+    twin_log: dict[str, list[tuple[dict[sp.Symbol, sp.Expr], sp.Expr | None]]] = field(
         default_factory=dict)
     twin_context: Context | None = None  # the twins' own context and caches, made once
+    number_twin_context: Context | None = None  # the same with twin_numbers
     named: dict[str, Any] = field(default_factory=dict)  # a recipe's named form, once
     # a claim's recipe evaluated, once per recipe and assumptions (a table's rows differ
     # only in subs): its value and the symbols its inputs use (see formula_of)
     formulas: dict[str, tuple[Any, frozenset[sp.Basic]]] = field(default_factory=dict)
     graph_symbols: dict[Analysis, frozenset[sp.Basic]] = field(default_factory=dict)
 
-    def with_twins(self) -> Context:
-        """This file's context for deriving with twins (one per file: caches shared)."""
+    def with_twins(self, numbers: bool = False) -> Context:
+        """This file's context for deriving with twins (one per file: caches shared);
+        ``numbers``: chips and builders' number arguments named too."""
+        if numbers:
+            if self.number_twin_context is None:  # the twins' models and workloads shared
+                t = self.with_twins()             # (builds keys a named number's apart)
+                self.number_twin_context = Context(
+                    self.declared, self.path, self.text, t.workloads, t.models,
+                    refused=self.refused, twins=True, twin_numbers=True,
+                    twin_log=t.twin_log, graph_symbols=t.graph_symbols)
+            return self.number_twin_context
         if self.twin_context is None:
             self.twin_context = Context(self.declared, self.path, self.text,
                                         refused=self.refused, twins=True)

@@ -13,6 +13,12 @@ differ from what decided the verdict. Where the twin's parameter count is a name
 formula carries (the seeds' ``P = 12 L D^2``), the formula is rewritten in ``P``
 (:func:`symroof.notation.rewrite`).
 
+Numbers a recipe writes have names too (:func:`chip`, :func:`arguments`; used where the
+claim's formula is shown with a variable left in it): a chip's peak and bandwidth are the
+seeds' ``π`` and ``β`` (its ridge ``π/β``), and a builder's number argument is the
+builder's own parameter (``gemm(8192, 8192, K)`` is ``gemm(M, N, K)`` with ``M = N =
+8192``). The same check keeps them only where exact.
+
 >>> from symroof.models import get
 >>> m, values = twin(get("seed-6.4b"))
 >>> m.layers, m.d_model, m.d_ff, sorted(values.items(), key=str)
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import sympy as sp
@@ -35,10 +41,15 @@ from symroof.models import TransformerModel
 from symroof.symbols import D, G, H, L, P, V, d_ff, d_h
 from symroof.verify.derivation import Derivation
 
-__all__ = ["Named", "twin", "named_form", "H_KV"]
+__all__ = ["Named", "twin", "named_form", "H_KV", "PI", "BETA", "chip", "arguments",
+           "writes_numbers"]
 
 #: The KV heads of a grouped-query model (seed 001's ``n_kv_heads``; the claim file's G).
 H_KV = G
+
+#: A chip's peak (FLOP/s) and memory bandwidth (B/s) as seed 000 names them: the ridge
+#: point is ``I* = π/β``.
+PI, BETA = sp.Symbol("pi", positive=True), sp.Symbol("beta", positive=True)
 
 
 @dataclass(frozen=True)
@@ -79,6 +90,76 @@ def twin(m: TransformerModel) -> tuple[TransformerModel, dict[sp.Symbol, sp.Expr
     return m.replace(**changes), values
 
 
+def chip(q: str, peak: sp.Expr, bandwidth: sp.Expr, value: sp.Expr
+         ) -> tuple[sp.Expr, dict[sp.Symbol, sp.Expr]] | None:
+    """A chip's quantity ``q`` (``peak``, ``bandwidth`` or ``ridge``, whose number is
+    ``value``) in the seeds' names, with the numbers they stand for; None where ``q`` has
+    no name or the names do not give exactly ``value``.
+
+    >>> chip("ridge", sp.Integer(1000), sp.Integer(4), sp.Integer(250))
+    (pi/beta, {pi: 1000, beta: 4})
+    """
+    named = {"peak": PI, "bandwidth": BETA, "ridge": PI / BETA}.get(q)
+    if named is None or not (peak.is_Rational and bandwidth.is_Rational and peak > 0
+                             and bandwidth > 0):
+        return None
+    values = {k: v for k, v in ((PI, peak), (BETA, bandwidth)) if k in named.free_symbols}
+    return (named, values) if named.xreplace(values) == value else None
+
+
+def arguments(symbols: Sequence[object], args: Sequence[object]
+              ) -> tuple[list[object], dict[sp.Symbol, sp.Expr]]:
+    """A builder's arguments with each whole number above 1 replaced by the builder's own
+    parameter at its place (``symbols``, as :attr:`Entry.arguments` lists them; a tuple
+    place pairs element by element), and the numbers those parameters stand for. A
+    parameter that another argument already uses keeps its number (``gemm(K, 8192, 8)``
+    names only ``N``); 0 and 1 stay (a GEMV's ``N = 1`` is the point, not a size).
+
+    >>> M, N, K = sp.symbols("M N K", positive=True, integer=True)
+    >>> arguments((M, N, K), [sp.Integer(8192), sp.Integer(8192), K])
+    ([M, N, K], {M: 8192, N: 8192})
+    >>> arguments((M, N, K), [K, sp.Integer(1), sp.Integer(8)])
+    ([K, 1, 8], {})
+    """
+    used: set[sp.Basic] = set()
+    for a in args:
+        for x in (a if isinstance(a, tuple) else (a,)):
+            if isinstance(x, sp.Basic):
+                used |= x.free_symbols
+    values: dict[sp.Symbol, sp.Expr] = {}
+
+    def name(sym: object, arg: object) -> object:
+        if isinstance(sym, tuple) and isinstance(arg, tuple) and len(sym) == len(arg):
+            return tuple(name(s, a) for s, a in zip(sym, arg))
+        if isinstance(sym, sp.Symbol) and isinstance(arg, sp.Integer) and arg > 1 and \
+                sym not in used and sym not in values:
+            values[sym] = arg
+            return sym
+        return arg
+    return [name(s, a) for s, a in zip(symbols, args)] + list(args[len(symbols):]), values
+
+
+def writes_numbers(node: object) -> bool:
+    """Whether a recipe (or a workload table) reads a chip's peak, bandwidth or ridge, or
+    gives a workload builder a whole number above 1 as an argument (what :func:`chip` and
+    :func:`arguments` name).
+
+    >>> writes_numbers({"let": {"I": {"workload": {"builder": "gemm", "args": [8, 8, "K"]}}}})
+    True
+    >>> writes_numbers({"workload": {"builder": "gemm", "args": [1, "N", "K"]}})
+    False
+    """
+    if isinstance(node, Mapping):
+        if "hardware" in node and not node.keys() & {"workload", "model"} and \
+                node.get("q", "ridge") in ("peak", "bandwidth", "ridge"):  # not a roofline's
+            return True
+        if "builder" in node and isinstance(node.get("args"), list) and any(
+                isinstance(a, int) and not isinstance(a, bool) and a > 1 for a in node["args"]):
+            return True
+        return any(writes_numbers(v) for v in node.values())
+    return isinstance(node, list) and any(writes_numbers(v) for v in node)
+
+
 def _exact(named: sp.Expr | None, folded: sp.Expr | None,
            values: Mapping[sp.Symbol, sp.Expr]) -> bool:
     return named is not None and folded is not None and \
@@ -97,9 +178,11 @@ def _cancels(named: sp.Expr, folded: sp.Expr,
 @functools.lru_cache(maxsize=1024)
 def _in_p(named: sp.Expr, params: sp.Expr | None) -> sp.Expr:
     """``named`` rewritten in ``P`` where the twin's parameter count is one term (the
-    seeds' ``12 L D^2``) and the formula carries it; else ``named``."""
+    seeds' ``12 L D^2``) and the formula carries it (each of its symbols: a formula
+    without ``L`` is not written in ``P``, and the rewrite's search is not run); else
+    ``named``."""
     if params is None or not params.free_symbols or isinstance(params, sp.Add) or \
-            P in named.free_symbols:
+            P in named.free_symbols or not params.free_symbols <= named.free_symbols:
         return named
     try:
         return notation.rewrite(named, {P: params}, where="named form")

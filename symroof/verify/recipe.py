@@ -69,6 +69,7 @@ from symroof.verify.context import (Context, _algebra, _args, _bounded, _brief, 
                                     _structural, _subs, _table, _text, check_value, declare,
                                     declare_each)
 from symroof.verify.grammar import NODE_KEYS, check_keys
+from symroof.verify.named import chip
 from symroof.workloads.attention import ElementwiseFlops
 
 # Context, declare, declare_each and check_value live in symroof.verify.context, model,
@@ -256,11 +257,13 @@ def _hardware_node(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any]
                            f"{suggest(q, _HARDWARE_QUANTITIES)}; expected peak, ridge, "
                            "bandwidth or capacity")
     if q == "peak":
-        return spec.peak(precision, unit, ops)
-    if q == "ridge":
-        return spec.ridge(precision, unit, level, ops)
-    if q == "bandwidth":
-        return spec.bandwidth(level)
+        value = spec.peak(precision, unit, ops)
+    elif q == "ridge":
+        value = spec.ridge(precision, unit, level, ops)
+    elif q == "bandwidth":
+        value = spec.bandwidth(level)
+    if q != "capacity":
+        return _chip_twin(q, spec, precision, unit, level, ops, value, ctx)
     cap = spec.capacity(level)
     if cap is None:
         raise SymroofError(f"{where}: {spec.name} has no published capacity")
@@ -268,6 +271,18 @@ def _hardware_node(node: Mapping[str, Any], ctx: Context, env: Mapping[str, Any]
 
 
 _HARDWARE_QUANTITIES = ("peak", "ridge", "bandwidth", "capacity")
+
+
+def _chip_twin(q: str, spec: hardware.HardwareSpec, precision: str, unit: str | None,
+               level: str | None, ops: int, value: sp.Expr, ctx: Context) -> sp.Expr:
+    """``value``, or (deriving a named form with twin_numbers) the chip's π and β."""
+    if not ctx.twin_numbers:
+        return value
+    found = chip(q, spec.peak(precision, unit, ops), spec.bandwidth(level), value)
+    if found is None:
+        return value
+    ctx.twin_seen.append((found[1], None))
+    return found[0]
 
 
 _PARTS = ("weights", "kv_cache", "activations", "gradients", "optimizer_state", "total")

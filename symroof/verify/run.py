@@ -52,7 +52,7 @@ from symroof.verify.compare import (comparison, half_unit, propagated_halfwidth,
                                     tolerance_text)
 from symroof.verify.grammar import dimension_of
 from symroof.verify.derivation import Derivation, derivation, workload_spec
-from symroof.verify.named import Named, named_form
+from symroof.verify.named import Named, named_form, writes_numbers
 from symroof.verify.recipe import (Context, _Heavy, check_value, declare_each, evaluate,
                                    formula_of, honour, workload)
 from symroof.verify.schema import Chart, Claim, ClaimFile, field_line
@@ -229,18 +229,50 @@ def _reads_preset(node: object) -> bool:
 def _named(claim: Claim, result: Result, ctx: Context) -> Named | None:
     """The claim derived again with its presets' twins, in their names
     (:mod:`symroof.verify.named`); None where the recipe reads no preset, or no part of
-    the twin form is exactly the folded one (the verdict stands without it)."""
-    if result.status == "error" or result.formula is None or not _reads_preset(claim.value):
+    the twin form is exactly the folded one (the verdict stands without it). Where the
+    formula keeps a variable and its recipe writes a chip's figure or a builder's number
+    argument, those are named too, if that gives a form that names them; else the
+    presets' form stands."""
+    if result.status == "error" or result.formula is None:
         return None
-    twins = ctx.with_twins()
+    numbers = bool(result.formula.free_symbols) and writes_numbers(claim.value)
+    if not numbers and not _reads_preset(claim.value):
+        return None
     # claims of one recipe (a table's rows, which differ only in subs) have one named form
     key = json.dumps([claim.value, sorted(claim.assumptions)], sort_keys=True, default=str)
+    if numbers:
+        full = ctx.with_twins(numbers=True)
+        if key not in full.named:
+            found = _named_form(claim, result, ctx, full)
+            if found is None and _reads_preset(claim.value):
+                found = _named_preset(claim, result, ctx, key)
+            full.named[key] = found
+        shown: Named | None = full.named[key]
+        return shown
+    return _named_preset(claim, result, ctx, key)
+
+
+def _named_preset(claim: Claim, result: Result, ctx: Context, key: str) -> Named | None:
+    twins = ctx.with_twins()
     if key not in twins.named:
         twins.named[key] = _named_form(claim, result, ctx, twins)
-    return twins.named[key]
+    found: Named | None = twins.named[key]
+    return found
+
+
+def _words(node: object) -> set[str]:
+    """Every identifier a recipe's keys and texts write (the names a claim uses)."""
+    if isinstance(node, Mapping):
+        return set().union(*(_words(k) | _words(v) for k, v in node.items()))
+    if isinstance(node, list):
+        return set().union(*(_words(v) for v in node))
+    return set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", node)) if isinstance(node, str) else set()
 
 
 def _named_form(claim: Claim, result: Result, ctx: Context, twins: Context) -> Named | None:
+    folded = result.formula
+    if folded is None:
+        return None
     twins.twin_seen, twins.mentioned = [], set()
     twins.assumptions = frozenset(claim.assumptions)
     where = _at(claim, ctx, "value")
@@ -254,11 +286,15 @@ def _named_form(claim: Claim, result: Result, ctx: Context, twins: Context) -> N
             if "roofline" in claim.value:
                 if d is not None:
                     roofline = (a.flops, a.bytes, d.flops, d.bytes)
+            elif "let" in claim.value and twins.twin_numbers:  # then a chip's algebra
+                named = evaluate(claim.value, twins, {}, where)
             else:
                 named = a.quantities.get(str(claim.value.get("q", "I")))
         else:
             inner = _roofline_formula(claim.value)
             if inner is not None:  # the roofline's algebra: its F and Q in names
+                if twins.twin_numbers:  # its chip is already shown as max(F/π, Q/β)
+                    return None
                 f = evaluate(inner["F"], twins, {}, where)
                 q = evaluate(inner["Q"], twins, {}, where)
                 mentioned = ctx.mentioned
@@ -279,11 +315,21 @@ def _named_form(claim: Claim, result: Result, ctx: Context, twins: Context) -> N
         if any(values.get(k, x) != x for k, x in v.items()):
             return None  # two presets of different shapes: no one set of names
         values.update(v)
-    params = seen[0][1] if seen and all(p == seen[0][1] for _, p in seen) else None
+    models = [p for _, p in seen if p is not None]
+    params = models[0] if models and all(p == models[0] for p in models) else None
     if not isinstance(named, sp.Expr):
         named = None
-    return named_form(result.formula, named, values, params, roofline=roofline,
-                      derivation=table, folded=result.derivation)
+    numbers = {k for v, p in seen if p is None for k in v}
+    if twins.twin_numbers:  # a number's name must be new to the claim, and shown
+        words = _words(claim.value) | {str(s) for s in folded.free_symbols}
+        if not numbers or any(k.name in words for k in numbers):
+            return None
+    found = named_form(folded, named, values, params, roofline=roofline,
+                       derivation=table, folded=result.derivation)
+    if twins.twin_numbers and found is not None and \
+            not any(k in numbers for k, _ in found.values):
+        return None  # nothing named that the presets' form does not
+    return found
 
 
 def _roofline_formula(node: object) -> Mapping[str, Any] | None:
