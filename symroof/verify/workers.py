@@ -38,20 +38,33 @@ _RUN_LENGTH = 4              # items per run: neighbours, and small enough to ba
 
 def available() -> int:
     """The cores this process may run on and no other work keeps busy: its CPU affinity
-    (where the platform has one) less the whole processes the last minute's load average
-    counts, at least 1. Each worker repeats some of the others' warm-up (about a third
-    more CPU in all for the seed appendix), which pays only on an idle core: on a busy
-    machine (a test run on every core) the claims are checked in one process, as
-    ``make -l`` holds back its jobs."""
+    (where the platform has one) less the other processes running now, at least 1.
+
+    "Running now" is the kernel's count of runnable processes in ``/proc/loadavg`` (less
+    this one), as GNU make's ``-l`` reads it on Linux; elsewhere the last minute's load
+    average. Each worker repeats part of the others' warm-up (about a third more CPU in
+    all for the seed appendix), which pays only on an idle core: on a busy machine (a
+    test run on every core) the claims are checked in one process.
+    """
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - macOS, Windows
         cores = os.cpu_count() or 1
+    return max(1, cores - _busy())
+
+
+def _busy() -> int:
+    """Processes other than this one using a core now (see :func:`available`)."""
     try:
-        busy = int(os.getloadavg()[0])
+        with open("/proc/loadavg", encoding="ascii") as fh:
+            running = fh.read().split()[3].split("/")[0]
+        return max(0, int(running) - 1)
+    except (OSError, IndexError, ValueError):
+        pass
+    try:
+        return int(os.getloadavg()[0])
     except (AttributeError, OSError):  # pragma: no cover - no load average here
-        busy = 0
-    return max(1, cores - busy)
+        return 0
 
 
 def _forkable() -> bool:

@@ -10,6 +10,7 @@ for any number of workers.
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import select
 
@@ -144,8 +145,15 @@ def test_bad_worker_counts_are_refused_by_name(part, one):
         render_markdown(one, [], "c", prepare(run_claims(few, workers=1)))
 
 
-def test_the_idle_cores_are_the_cores_less_the_load(monkeypatch):
+def test_the_idle_cores_are_the_cores_less_the_processes_running(monkeypatch):
+    from symroof.verify import workers
+
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
-    for load, idle in ((0.0, 4), (0.9, 4), (1.2, 3), (3.99, 1), (9.0, 1)):
+    for running, idle in ((1, 4), (2, 3), (4, 1), (9, 1)):  # this process is one of them
+        monkeypatch.setattr(workers, "open", lambda *a, running=running, **k: io.StringIO(
+            f"0.50 0.40 0.30 {running}/312 4242\n"), raising=False)
+        assert available() == idle
+    monkeypatch.setattr(workers, "open", lambda *a, **k: io.StringIO(""), raising=False)
+    for load, idle in ((0.9, 4), (1.2, 3), (3.99, 1)):  # no count: the load average
         monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
         assert available() == idle
