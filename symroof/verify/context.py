@@ -23,6 +23,7 @@ from symroof.errors import SymroofError, suggest
 from symroof.evaluate import symbol_map
 from symroof.models import TransformerModel
 from symroof.parse import FUNCTIONS, parse_expr
+from symroof.request import Request
 from symroof.symbols import CANONICAL, dim, quantity
 from symroof.verify.grammar import SPEC_KEYS, check_keys
 
@@ -37,6 +38,8 @@ class Context:
     path: str = "<claims>"
     text: str = ""  # the claim file's text, to name the line of a field
     workloads: dict[str, Analysis] = field(default_factory=dict)
+    # the Request each cached registry workload ran (symroof.request), by the same key
+    requests: dict[str, Request] = field(default_factory=dict)
     models: dict[str, TransformerModel] = field(default_factory=dict)
     refused: Mapping[str, str] = field(default_factory=dict)  # bad [symbols] entries: why
     light_only: bool = False  # a structural node's first try: a heavy leaf goes to the guard
