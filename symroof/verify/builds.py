@@ -175,6 +175,8 @@ def workload(spec: object, ctx: Context, env: Mapping[str, Any], where: str) -> 
     key = json.dumps([s, _env_key(env)], sort_keys=True, default=str)
     if key in ctx.workloads:
         ctx.twin_seen += ctx.twin_log.get(key, [])
+        if key in ctx.requests:
+            ctx.ran.append(ctx.requests[key])
         return _mention_graph(ctx, ctx.workloads[key])
     mark = len(ctx.twin_seen)
     if "graph" in s:
@@ -202,6 +204,7 @@ def workload(spec: object, ctx: Context, env: Mapping[str, Any], where: str) -> 
         r = _calling(f"{where}: {name}", recipe_request, entry, args, kwargs, options, where)
         a = _calling(f"{where}: {name}", request.analysis, r)
         ctx.requests[key] = r
+        ctx.ran.append(r)
     a = _passes(a, s, ctx, env, where)
     ctx.workloads[key] = a
     if ctx.twins:
