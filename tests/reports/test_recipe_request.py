@@ -192,3 +192,29 @@ def test_each_claim_carries_the_requests_its_recipe_ran():
     # a second computation of the two's value: (2*4**3 / (3*16*2)) / (2*16 / ((4+16+4)*2))
     assert by_id["two"].derived == sp.Rational(4, 3) / sp.Rational(32, 48) == 2
     assert by_id["two"].status == "match"
+
+
+def _reads_registry(node: object) -> bool:
+    if isinstance(node, dict):
+        return "builder" in node or any(_reads_registry(v) for v in node.values())
+    return isinstance(node, list) and any(_reads_registry(v) for v in node)
+
+
+def test_every_seed_claim_that_builds_a_workload_carries_its_requests_as_json(seed_outcome):
+    import json
+
+    from symroof.present.commands import request_doc
+
+    built_ = [r for r in seed_outcome.results if r.status != "error"
+              and (_reads_registry(r.claim.value)
+                   or any(_reads_registry(a.get("value")) for a in r.claim.alternatives))]
+    assert len(built_) > 150
+    assert all(r.requests for r in built_), [r.claim.id for r in built_ if not r.requests][:5]
+    ids = {id(r) for r in built_}
+    assert not any(r.requests for r in seed_outcome.results if id(r) not in ids)
+    docs = {r.claim.id: [json.loads(json.dumps(request_doc(q))) for q in r.requests]
+            for r in built_}
+    # the alternative that asks a decode step after 2048 cached tokens, as it was asked
+    past = [d for d in docs["s001-we-kv-bytes"] if "keywords" in d]
+    assert past == [{**past[0], "fixed": {"B": 32, "S": None}, "keywords": {"past": 2048}}]
+    assert past[0]["model"] == "llama-3-8b" and past[0]["workload"] == "decode"
