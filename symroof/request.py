@@ -5,8 +5,10 @@ A request names a workload of the registry (:mod:`symroof.workloads.registry`) w
 options as enum members, a model, a parallel :class:`Layout`, the :class:`Numerics`
 resolved once, a chip (or None) and rows of values: ``sets`` maps symbols to their
 values, and the rows are every combination; ``fixed`` binds some of the workload's own
-symbols to numbers when it is built (the builder takes the number in the symbol's place,
-so the formulas hold it: attention at a model's width and heads). Making one checks it all, in the order a
+symbols to numbers or expressions when it is built (the builder takes the value in the
+symbol's place, so the formulas hold it: attention at a model's width and heads; a claim
+recipe's GEMM at n, n, n), and ``keywords`` gives the builder's other keyword-only
+parameters (a conv2d's padding, a GEMM's b). Making one checks it all, in the order a
 reader meets it (formats, workload and options, the analysis with its model and layout,
 each value against its symbol, the chip's peak, memory level and links), so that what
 runs below takes a request that holds and checks nothing again. ``names`` spells each
@@ -38,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 
-from symroof.errors import SymroofError
+from symroof.errors import SymroofError, suggest
 from symroof.options import ExpertReads, option
 from symroof.precision import Numerics, Precision
 from symroof.workloads import registry
@@ -52,16 +54,22 @@ if TYPE_CHECKING:
 
 __all__ = ["Layout", "Draft", "Request", "make", "analysis", "points", "served", "rows", "row_count", "spec",
            "model", "load_model", "refuse_unused", "MANY_ROWS", "check_sets", "parse_sets", "Rows",
-           "Fixed", "arguments"]
+           "Fixed", "Keywords", "arguments", "keywords_of"]
 
 #: A request's values: each symbol with the values it takes (rows are their product).
 Rows = tuple[tuple[sp.Symbol, tuple[sp.Expr, ...]], ...]
 
-#: Symbols of a workload bound to one value each when it is built (a request's ``fixed``).
-Fixed = tuple[tuple[sp.Symbol, sp.Expr], ...]
+#: Symbols of a workload bound to one value each when it is built (a request's ``fixed``);
+#: None leaves the builder's positional parameter out (its default: a decode step given
+#: ``past`` instead of its context).
+Fixed = tuple[tuple[sp.Symbol, sp.Expr | None], ...]
+
+#: The builder's keyword-only parameters that are neither options nor the layout, each
+#: with its value (a request's ``keywords``: a conv2d's padding, a GEMM's b).
+Keywords = tuple[tuple[str, sp.Expr], ...]
 
 #: How a field is called where nothing else is said (the Python API).
-_PLAIN = {"sets": "sets", "fixed": "fixed", "chip": "hardware", "model": "model", "tp": "tp", "pp": "pp",
+_PLAIN = {"sets": "sets", "fixed": "fixed", "keywords": "keywords", "chip": "hardware", "model": "model", "tp": "tp", "pp": "pp",
           "microbatches": "microbatches", "expert_reads": "expert_reads",
           "precision": "precision", "weights": "weights", "kv_cache": "kv_cache",
           "activations": "activations", "level": "level", "workload": "workload"}
@@ -125,7 +133,8 @@ class Request:
     draft: Draft | None = None      # decode: speculative decoding with this draft
     collective: str = "ring"        # the collectives' algorithm (CollectiveAlgorithm)
     latency: bool = True            # add the link's per-collective latency (alpha-beta)
-    fixed: Fixed = ()               # the workload's symbols built at these numbers
+    fixed: Fixed = ()               # the workload's symbols built at these values
+    keywords: Keywords = ()         # the builder's other keyword-only parameters
     names: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -184,6 +193,7 @@ def _check(r: Request) -> None:
     refuse_unused(entry, given, dict(r.names))
     entry.check(dict(r.options), r.name("workload"))
     _check_fixed(r, entry)
+    _check_keywords(r, entry)
     for key in ("prompt", "draft"):  # what a decode step is served with
         if getattr(r, key) is not None and r.workload != "decode":
             raise SymroofError(f"{r.name(key)}: only for decode (workload {r.workload!r})")
@@ -209,7 +219,8 @@ def _not_built_over(what: str, name: str, entry: registry.Entry) -> SymroofError
 
 def _check_fixed(r: Request, entry: registry.Entry) -> None:
     """Each fixed symbol one of the workload's arguments, given once, its value fit for it
-    (:func:`symroof.evaluate.check_value`, the one rule)."""
+    (:func:`symroof.evaluate.check_value`, the one rule); one left out (None) only where
+    the builder's parameter has a default and every later one is left out too."""
     from symroof.evaluate import check_value  # see the note at the top
 
     takes = arguments(entry)
@@ -221,14 +232,89 @@ def _check_fixed(r: Request, entry: registry.Entry) -> None:
         if sym in seen:
             raise SymroofError(f"{r.name('fixed')} {shown}: fixed more than once")
         seen.add(sym)
-        check_value(sym, value, f"{r.name('fixed')} {shown}")
+        if value is not None:
+            check_value(sym, value, f"{r.name('fixed')} {shown}")
+    left_out = {sym for sym, value in r.fixed if value is None}
+    if left_out:
+        _check_left_out(r, entry, left_out)
+
+
+def _check_left_out(r: Request, entry: registry.Entry, left_out: set[sp.Symbol]) -> None:
+    """Arguments left out are the last ones, each of a parameter with a default."""
+    import inspect  # see the note at the top
+
+    params = [p for p in inspect.signature(entry.builder).parameters.values()
+              if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD][int(entry.model):]
+    after = False
+    for x, p in zip(entry.arguments(), params):
+        group = x if isinstance(x, tuple) else (x,)
+        out = [y in left_out for y in group]
+        name = "/".join(str(y) for y in group)
+        if any(out) and not all(out):
+            raise SymroofError(f"{r.name('fixed')} {name}: left out in part (give all of "
+                               f"{name} or none)")
+        if all(out) and p.default is inspect.Parameter.empty:
+            raise SymroofError(f"{r.name('fixed')} {name}: {entry.name} needs it (its "
+                               f"{p.name} has no default)")
+        if after and not all(out):
+            raise SymroofError(f"{r.name('fixed')} {name}: given after an argument left out "
+                               "(only the last ones may be left out)")
+        after = after or all(out)
+
+
+def keywords_of(entry: registry.Entry) -> dict[str, sp.Symbol]:
+    """The keyword-only parameters of ``entry``'s builder a request's ``keywords`` may
+    give (not the layout, nor an enum or flag option: a numeric option such as a
+    ``flops_per_element`` may be an expression here), each with the symbol its value is checked
+    as: the parameter's default where that is a symbol (a GEMM's ``b``), else a symbol
+    of no assumptions (the builder's own checks say more: a padding may be 0)."""
+    import inspect  # see the note at the top
+
+    out: dict[str, sp.Symbol] = {}
+    for name, p in inspect.signature(entry.builder).parameters.items():
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in registry.LAYOUT \
+                and (name not in entry.options or name in entry.numbers):
+            out[name] = p.default if isinstance(p.default, sp.Symbol) else sp.Symbol(name)
+    return out
+
+
+def _check_keywords(r: Request, entry: registry.Entry) -> None:
+    """Each keyword one the builder takes beyond its options and layout, given once, its
+    value fit for it (the one rule, :func:`symroof.evaluate.check_value`)."""
+    if not r.keywords:
+        return
+    from symroof.evaluate import check_value  # see the note at the top
+
+    takes = keywords_of(entry)
+    seen: set[str] = set()
+    for name, value in r.keywords:
+        if name not in takes:
+            raise SymroofError(f"{r.name('keywords')} {name}: workload {entry.name!r} takes "
+                               f"no keyword {name!r}{suggest(str(name), takes)} (its keywords: "
+                               f"{', '.join(takes) or 'none'})")
+        if name in seen or name in dict(r.options):
+            raise SymroofError(f"{r.name('keywords')} {name}: given more than once"
+                               f"{'' if name in seen else ' (as an option too)'}")
+        seen.add(name)
+        check_value(takes[name], value, f"{r.name('keywords')} {name}")
 
 
 def _check_sets(r: Request, a: Analysis) -> None:
     """The request's values (:func:`check_sets`), the number of rows within the budget,
-    and the sizes every row leaves the graph (none zero, negative or fractional)."""
+    and the sizes every row leaves the graph (none zero, negative or fractional). A
+    request without values has one row that sets no size (at most the formats' ``b``):
+    its sizes are the builder's, checked by it, and its F and Q are not summed here (a
+    claim recipe's workload is built without them; the algebra it asks may run in the
+    budget's guarded child)."""
     from symroof.budget import check_rows  # see the note at the top
 
+    if r.prompt is not None:
+        from symroof.evaluate import check_value  # see the note at the top
+        from symroof.symbols import S  # likewise
+
+        check_value(S, r.prompt, r.name("prompt"))
+    if not r.sets:
+        return
     seen: set[object] = set()
     for sym, _ in r.sets:
         if sym in seen:
@@ -236,11 +322,6 @@ def _check_sets(r: Request, a: Analysis) -> None:
                                "than once")
         seen.add(sym)
     check_sets(dict(r.sets), r.free, what=r.name("sets"), workload=r.workload)
-    if r.prompt is not None:
-        from symroof.evaluate import check_value  # see the note at the top
-        from symroof.symbols import S  # likewise
-
-        check_value(S, r.prompt, r.name("prompt"))
     check_rows([(k.name, len(v)) for k, v in r.sets], r.name("sets"))
     if row_count(r) < MANY_ROWS:  # each row leaves the graph's sizes positive
         from symroof.evaluate import check_rows_domain  # see the note at the top
@@ -369,18 +450,22 @@ def analysis(r: Request) -> Analysis:
     'seed-6.4b-decode'
     """
     return _analysis(r.workload, r.options, r.model, r.layout, r.numerics,
-                     tuple(sorted(r.names)), r.fixed)
+                     tuple(sorted(r.names)), r.fixed, r.keywords)
 
 
 @lru_cache(maxsize=16)
 def _analysis(workload: str, options: tuple[tuple[str, object], ...],
               model_: str | TransformerModel | None, layout: Layout, numerics: Numerics,
-              names: tuple[tuple[str, str], ...], fixed: Fixed = ()) -> Analysis:
+              names: tuple[tuple[str, str], ...], fixed: Fixed = (),
+              keywords: Keywords = ()) -> Analysis:
     entry = registry.get(workload)
-    opts = entry.keywords(entry.check(dict(options), "workload"))
-    at = dict(fixed)
+    opts = {**entry.keywords(entry.check(dict(options), "workload")), **dict(keywords)}
+    at: dict[sp.Symbol, sp.Expr | None] = dict(fixed)
     args = tuple(tuple(at.get(y, y) for y in x) if isinstance(x, tuple) else at.get(x, x)
                  for x in entry.arguments())
+    while args and (args[-1] is None or (isinstance(args[-1], tuple)
+                                         and all(y is None for y in args[-1]))):
+        args = args[:-1]  # left out: the builder's default (checked: only the last ones)
     if not entry.model:
         return entry.builder(*args, **opts)
     from symroof.workloads.parallel import check_layout  # see the note at the top
@@ -505,12 +590,16 @@ def make(workload: str, *, options: Mapping[str, object] | None = None,
          efficiency: object = 1, reserve: object = 0, prompt: object | None = None,
          draft: Draft | None = None, numerics: Numerics | None = None,
          names: Mapping[str, str] | None = None, collective: str = "ring",
-         latency: bool = True, fixed: Mapping[object, object] | None = None) -> Request:
+         latency: bool = True, fixed: Mapping[object, object] | None = None,
+         keywords: Mapping[str, object] | None = None) -> Request:
     """A checked :class:`Request` from loose input: the formats resolved once
     (:meth:`Numerics.resolve`), options by name or member, ``sets`` as ``NAME=V[,V...]``
     texts (the safe parser's syntax) or a mapping of symbols or their names to a value or
     a sequence of values; ``fixed`` maps some of the workload's symbols (or their names)
-    to the one value each is built at; ``numerics``, resolved by the caller, stands for
+    to the one value each is built at (a number or an expression; a symbol at itself is
+    not fixed; None leaves a last, defaulted argument out); ``keywords`` gives the
+    builder's other keyword-only parameters (:func:`keywords_of`); ``model`` is a
+    preset's name, a config.json or a model; ``numerics``, resolved by the caller, stands for
     the four formats. ``names`` spells the fields in errors (the CLI's flags).
 
     >>> r = make("attention", fixed={"D": 4096, "H": 32}, options={"unfused": "materialize_once"})
@@ -542,7 +631,8 @@ def make(workload: str, *, options: Mapping[str, object] | None = None,
         draft=draft, names=tuple(sorted((names or {}).items())),
         collective=_collective(collective, spell.get("collective", "collective")),
         latency=_flag(latency, spell.get("latency", "latency")),
-        fixed=_fixed(entry, fixed or {}, spell["fixed"]))
+        fixed=_fixed(entry, fixed or {}, spell["fixed"]),
+        keywords=_keywords(keywords or {}, spell["keywords"]))
     bare = Request(**common)  # checked without values: their names need the analysis
     if not sets:
         return bare
@@ -571,19 +661,36 @@ def _count(value: object, what: str) -> int:
 
 def _fixed(entry: registry.Entry, fixed: Mapping[object, object], what: str) -> Fixed:
     """``fixed`` as the workload's symbols with one value each (parsed, not yet checked:
-    the Request checks them; a name that is none of its symbols is an error there)."""
+    the Request checks them; a name that is none of its symbols is an error there); a
+    symbol at itself is left out (it is not fixed), None kept (the argument left out)."""
     from symroof.ir import as_expr  # see the note at the top
     from symroof.symbols import CANONICAL  # likewise
 
     table: dict[str, sp.Basic] = dict(CANONICAL)
     table.update({x.name: x for x in arguments(entry)})
-    out: list[tuple[sp.Symbol, sp.Expr]] = []
+    out: list[tuple[sp.Symbol, sp.Expr | None]] = []
     for key, raw in fixed.items():
         name = key.name if isinstance(key, sp.Symbol) else str(key)
         sym = key if isinstance(key, sp.Symbol) else table.get(name)
         if not isinstance(sym, sp.Symbol):
             raise _not_built_over(what, name, entry)
-        out.append((sym, as_expr(raw, f"{what} {name}")))
+        if raw is None:
+            out.append((sym, None))
+        elif raw != sym:
+            out.append((sym, as_expr(raw, f"{what} {name}")))
+    return tuple(out)
+
+
+def _keywords(keywords: Mapping[str, object], what: str) -> Keywords:
+    """``keywords`` as names with one value each (parsed, not yet checked: the Request
+    checks them against the builder's parameters)."""
+    from symroof.ir import as_expr  # see the note at the top
+
+    out: list[tuple[str, sp.Expr]] = []
+    for key, raw in keywords.items():
+        if not isinstance(key, str):
+            raise SymroofError(f"{what}: expected parameter names as keys, got {key!r}")
+        out.append((key, as_expr(raw, f"{what} {key}")))
     return tuple(out)
 
 

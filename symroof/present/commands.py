@@ -98,6 +98,7 @@ def request_doc(r: Request) -> dict[str, Any]:
             "collective": r.collective, "latency": r.latency,
             "sets": {k.name: [json_number(v) for v in values] for k, values in r.sets},
             **({} if not r.fixed else {"fixed": {k.name: json_number(v) for k, v in r.fixed}}),
+            **({} if not r.keywords else {"keywords": {k: json_number(v) for k, v in r.keywords}}),
             **({} if r.prompt is None else {"prompt": json_number(r.prompt)}),
             **({} if r.draft is None else {"draft": {
                 "model": r.draft.model if isinstance(r.draft.model, str) else r.draft.model.name,

@@ -16,11 +16,13 @@ from typing import Any
 
 import sympy as sp
 
+from symroof import request
 from symroof.analysis import Analysis, analyze
 from symroof.errors import SymroofError, suggest
 from symroof.ir import Graph
 from symroof.ir.nodes import Kind
 from symroof.models import TransformerModel, get, transformer
+from symroof.options import ExpertReads
 from symroof.passes.fuse import fuse_pass
 from symroof.passes.pipeline import Pass, Pipeline
 from symroof.passes.tile import tile_pass
@@ -29,7 +31,7 @@ from symroof.verify.context import (Context, _args, _brief, _calling, _env_key, 
 from symroof.verify.named import arguments, twin, writes_numbers
 from symroof.workloads import registry
 
-__all__ = ["BUILDERS", "model", "workload"]
+__all__ = ["BUILDERS", "model", "workload", "recipe_request"]
 
 #: Workload builders a recipe may name: the one registry's (its options are the builders'
 #: keyword-only parameters, checked by the registry as the command line's are).
@@ -176,6 +178,8 @@ def workload(spec: object, ctx: Context, env: Mapping[str, Any], where: str) -> 
         key = f"numbers {key}"
     if key in ctx.workloads:
         ctx.twin_seen += ctx.twin_log.get(key, [])
+        if key in ctx.requests:
+            ctx.ran.append(ctx.requests[key])
         return _mention_graph(ctx, ctx.workloads[key])
     mark = len(ctx.twin_seen)
     if "graph" in s:
@@ -204,13 +208,59 @@ def workload(spec: object, ctx: Context, env: Mapping[str, Any], where: str) -> 
         if clash:
             raise SymroofError(f"{where}.kwargs: {', '.join(sorted(clash))} given twice (in "
                                "kwargs and in options)")
-        a = _calling(f"{where}: {name}", entry.build, *args, options=options, where=where,
-                     **kwargs)
+        r = _calling(f"{where}: {name}", recipe_request, entry, args, kwargs, options, where)
+        a = _calling(f"{where}: {name}", request.analysis, r)
+        ctx.requests[key] = r
+        ctx.ran.append(r)
     a = _passes(a, s, ctx, env, where)
     ctx.workloads[key] = a
     if ctx.twins:
         ctx.twin_log[key] = ctx.twin_seen[mark:]
     return _mention_graph(ctx, a)
+
+
+def recipe_request(entry: registry.Entry, args: list[object], kwargs: Mapping[str, object],
+                   options: Mapping[str, object], where: str) -> request.Request:
+    """The :class:`symroof.request.Request` a recipe's workload table asks (the front door
+    every other one parses into): its ``args`` fix the builder's symbols in order (a model
+    first, already built from its table; a pair such as a conv2d's kernel from a list or
+    one size; the last ones may be left out for a builder's default), its ``kwargs`` are
+    the layout (``tp``), the options (a flag) or the builder's other keyword-only
+    parameters (a conv2d's padding), and its ``options`` are checked as the command
+    line's are. Errors name the recipe's fields (``where.args M``, ``where.kwargs.tp``)."""
+    m = args[0] if entry.model else None
+    values = args[1:] if entry.model else args
+    takes = entry.arguments()
+    if len(values) > len(takes):
+        shown = ", ".join("/".join(map(str, x)) if isinstance(x, tuple) else str(x)
+                          for x in takes)
+        raise SymroofError(f"{where}.args: workload {entry.name!r} takes {len(takes)} "
+                           f"arguments ({shown}), got {len(values)}")
+    fixed: dict[object, object] = {}
+    for i, x in enumerate(takes):
+        given = values[i] if i < len(values) else None
+        if not isinstance(x, tuple):
+            fixed[x] = given
+            continue
+        pair = given if isinstance(given, tuple) else (given,) * len(x)
+        if len(pair) != len(x):
+            raise SymroofError(f"{where}.args[{i}]: expected one size or {len(x)} "
+                               f"({', '.join(map(str, x))}), got {len(pair)} values")
+        fixed.update(zip(x, pair))
+    layout = {k: v for k, v in kwargs.items() if k in registry.LAYOUT}
+    flags = {k: v for k, v in kwargs.items() if k not in layout
+             and entry.aliases.get(k, k) in entry.options
+             and entry.options[entry.aliases.get(k, k)].kind is not int}
+    keywords = {k: v for k, v in kwargs.items() if k not in layout and k not in flags}
+    names = {"workload": where, "fixed": f"{where}.args", "keywords": f"{where}.kwargs",
+             "model": f"{where}.model", **{k: f"{where}.kwargs.{k}" for k in registry.LAYOUT}}
+    reads = layout.get("expert_reads", ExpertReads.EXPECTED)
+    return request.make(entry.name, options={**options, **flags},
+                        model=m if isinstance(m, TransformerModel) else None, fixed=fixed,
+                        keywords=keywords, names=names, tp=layout.get("tp", 1),
+                        pp=layout.get("pp", 1), microbatches=layout.get("microbatches", 1),
+                        expert_reads=reads if isinstance(reads, (str, ExpertReads)) else
+                        str(reads))
 
 
 def _passes(a: Analysis, s: Mapping[str, Any], ctx: Context, env: Mapping[str, Any],

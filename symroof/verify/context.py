@@ -23,6 +23,7 @@ from symroof.errors import SymroofError, suggest
 from symroof.evaluate import symbol_map
 from symroof.models import TransformerModel
 from symroof.parse import FUNCTIONS, parse_expr
+from symroof.request import Request
 from symroof.symbols import CANONICAL, dim, quantity
 from symroof.verify.grammar import SPEC_KEYS, check_keys
 
@@ -37,6 +38,10 @@ class Context:
     path: str = "<claims>"
     text: str = ""  # the claim file's text, to name the line of a field
     workloads: dict[str, Analysis] = field(default_factory=dict)
+    # the Request each cached registry workload ran (symroof.request), by the same key,
+    # and those the claim being checked ran, in order (a remembered formula replays its own)
+    requests: dict[str, Request] = field(default_factory=dict)
+    ran: list[Request] = field(default_factory=list)
     models: dict[str, TransformerModel] = field(default_factory=dict)
     refused: Mapping[str, str] = field(default_factory=dict)  # bad [symbols] entries: why
     light_only: bool = False  # a structural node's first try: a heavy leaf goes to the guard
@@ -58,8 +63,10 @@ class Context:
     number_twin_context: Context | None = None  # the same with twin_numbers
     named: dict[str, Any] = field(default_factory=dict)  # a recipe's named form, once
     # a claim's recipe evaluated, once per recipe and assumptions (a table's rows differ
-    # only in subs): its value and the symbols its inputs use (see formula_of)
-    formulas: dict[str, tuple[Any, frozenset[sp.Basic]]] = field(default_factory=dict)
+    # only in subs): its value, the symbols its inputs use and the Requests it ran (see
+    # formula_of)
+    formulas: dict[str, tuple[Any, frozenset[sp.Basic], tuple[Request, ...]]] = field(
+        default_factory=dict)
     graph_symbols: dict[Analysis, frozenset[sp.Basic]] = field(default_factory=dict)
 
     def with_twins(self, numbers: bool = False) -> Context:
@@ -167,16 +174,18 @@ def _structural(fn: Callable[[Mapping[str, Any], Context, Mapping[str, Any], str
                 raise SymroofError(f"{where}: too large for a named form") from None
         finally:
             ctx.light_only = False
-        value, mentioned = guarded(where, _in_guard, fn, node, ctx, env, where)
+        value, mentioned, ran = guarded(where, _in_guard, fn, node, ctx, env, where)
         ctx.mentioned |= mentioned
+        ctx.ran += ran
         return value
     return run
 
 
 def _in_guard(fn: Callable[..., Any], node: Mapping[str, Any], ctx: Context,
-              env: Mapping[str, Any], where: str) -> tuple[Any, set[sp.Basic]]:
+              env: Mapping[str, Any], where: str) -> tuple[Any, set[sp.Basic], list[Request]]:
     ctx.in_guard = True  # the child's copy of the context
-    return fn(node, ctx, env, where), ctx.mentioned
+    ran = len(ctx.ran)
+    return fn(node, ctx, env, where), ctx.mentioned, ctx.ran[ran:]
 
 
 def check_value(sym: sp.Symbol, value: sp.Expr, where: str, *, point: bool = False) -> sp.Expr:

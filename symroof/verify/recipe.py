@@ -171,7 +171,8 @@ def formula_of(node: object, ctx: Context, where: str) -> Any:
     """``evaluate(node, ctx, {}, where)``, remembered per claim file: the rows of a table
     and the alternatives of several claims share one recipe, whose value (before any
     claim's substitution) depends only on the recipe and the assumptions in force. The
-    symbols its inputs use are recorded again on each use; an error is never remembered
+    symbols its inputs use and the Requests it ran (``ctx.ran``) are recorded again on
+    each use; an error is never remembered
     (each claim names its own field in it)."""
     if ctx.twins or ctx.light_only or ctx.in_guard:  # twins log what each build meets
         return evaluate(node, ctx, {}, where)
@@ -179,13 +180,15 @@ def formula_of(node: object, ctx: Context, where: str) -> Any:
     hit = ctx.formulas.get(key)
     if hit is None:
         before, ctx.mentioned = ctx.mentioned, set()
+        ran = len(ctx.ran)
         try:
             value = evaluate(node, ctx, {}, where)
-            hit = ctx.formulas[key] = (value, frozenset(ctx.mentioned))
+            hit = ctx.formulas[key] = (value, frozenset(ctx.mentioned), tuple(ctx.ran[ran:]))
         finally:
             ctx.mentioned |= before
     else:
         ctx.mentioned |= hit[1]
+        ctx.ran += hit[2]
     return hit[0]
 
 

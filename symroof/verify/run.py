@@ -45,6 +45,7 @@ import sympy as sp
 from symroof.budget import check_expr, check_number, substitute
 from symroof.errors import SymroofError
 from symroof.parse import parse_expr
+from symroof.request import Request
 from symroof.symbols import CANONICAL
 from symroof.verify import units
 from symroof.verify.charts import check_chart
@@ -96,6 +97,7 @@ class Result:
     comparison: str = ""                    # "equal", "within", "at most", "at least"
     derivation: Derivation | None = None    # the ops' F and Q and the step to the claim
     named: Named | None = None              # the formula in the model's names (presets)
+    requests: tuple[Request, ...] = ()      # the registry workloads its recipe ran, as asked
 
     @property
     def assumptions(self) -> tuple[str, ...]:
@@ -192,7 +194,9 @@ def _check_unit(claim: Claim, node: Any, ctx: Context, label: str = "") -> None:
 
 
 def _check(claim: Claim, ctx: Context, claims: Mapping[str, Claim]) -> Result:
+    ctx.ran = []
     result = _check_one(claim, ctx, claims)
+    result = dataclasses.replace(result, requests=tuple(dict.fromkeys(ctx.ran)))
     findings = list(result.findings)
     if claim.fits is not None and result.status != "error":
         with _field(claim, ctx, "fits"):

@@ -375,8 +375,10 @@ def test_any_exception_inside_a_recipe_becomes_that_claims_error(monkeypatch):
 def test_a_library_error_is_named_by_file_line_claim_and_field():
     body = 'value = {workload = {builder = "gemm", args = [0, 2, 3]}, q = "F"}'
     by_id, text = run(claim("zero-arg", body, unit="FLOP"))
+    # the recipe's args are a Request's fixed values: the one value rule's words, as on
+    # the command line (--set M=0)
     assert_error(by_id, text, "zero-arg", "value",
-                 "expected a positive integer dimension, got 0")
+                 "workload.args M: expected a positive integer (a dimension), got 0")
 
 
 def test_a_bad_symbol_declaration_fails_only_the_claims_that_use_it():
