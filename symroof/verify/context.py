@@ -76,8 +76,8 @@ class Context:
             if self.number_twin_context is None:  # the twins' models and workloads shared
                 t = self.with_twins()             # (builds keys a named number's apart)
                 self.number_twin_context = Context(
-                    self.declared, self.path, self.text, t.workloads, t.models,
-                    refused=self.refused, twins=True, twin_numbers=True,
+                    self.declared, self.path, self.text, workloads=t.workloads,
+                    requests=t.requests, models=t.models, refused=self.refused, twins=True, twin_numbers=True,
                     twin_log=t.twin_log, graph_symbols=t.graph_symbols)
             return self.number_twin_context
         if self.twin_context is None:

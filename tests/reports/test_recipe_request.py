@@ -218,3 +218,15 @@ def test_every_seed_claim_that_builds_a_workload_carries_its_requests_as_json(se
     past = [d for d in docs["s001-we-kv-bytes"] if "keywords" in d]
     assert past == [{**past[0], "fixed": {"B": 32, "S": None}, "keywords": {"past": 2048}}]
     assert past[0]["model"] == "llama-3-8b" and past[0]["workload"] == "decode"
+
+
+def test_the_number_twins_share_the_twins_caches_field_by_field():
+    """A merge once shifted Context's positional fields, so the number twins' context got
+    the twins' models as its requests; the caches are shared by name now."""
+    from symroof.verify.context import Context
+
+    ctx = Context({})
+    twins, numbers = ctx.with_twins(), ctx.with_twins(numbers=True)
+    assert numbers.workloads is twins.workloads and numbers.models is twins.models
+    assert numbers.requests is twins.requests and numbers.twin_log is twins.twin_log
+    assert numbers.twin_numbers and not twins.twin_numbers and numbers.twins
