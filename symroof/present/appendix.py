@@ -643,7 +643,9 @@ def prepare(outcome: Outcome, flavours: Sequence[str] = ("md", "tex"), *,
 
     if workers is None:
         workers = min(available(), len(heads) // 24)
-    done = compute(entries, heads, max(workers, 1))
+    section = lambda i: (outcome.results[i].claim.document,  # noqa: E731 - neighbours
+                         outcome.results[i].claim.section)
+    done = compute(entries, heads, max(workers, 1), key=section)
     return Prepared(outcome, {(f, i): item for i, items in zip(heads, done)
                               for f, item in zip(flavours, items)})
 

@@ -599,6 +599,10 @@ def _alternative(claim: Claim, alt: Mapping[str, Any], base: Mapping[sp.Symbol, 
 _CLAIMS_PER_WORKER = 24
 
 
+def _neighbours(claim: Claim) -> tuple[str, str, object]:
+    return claim.document, claim.section, (claim.table or {}).get("id")
+
+
 def run_claims(source: ClaimFile, *, workers: int | None = None) -> Outcome:
     """Check every claim of ``source``; one claim's error never stops the others (any
     exception a claim raises becomes its error, naming the file, line and field).
@@ -626,7 +630,8 @@ def run_claims(source: ClaimFile, *, workers: int | None = None) -> Outcome:
     elif isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise SymroofError(f"workers: expected a whole number of processes, at least 1, "
                            f"got {workers!r}")
-    results = compute(one, source.claims, workers)
+    # a section's claims (a table's rows) tend to share workloads: kept together
+    results = compute(one, source.claims, workers, key=_neighbours)
     drawable, errors = _charts(source, results)
     if len(drawable) != len(source.charts):
         source = dataclasses.replace(source, charts=drawable)

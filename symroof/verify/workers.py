@@ -2,9 +2,11 @@
 are independent of each other, so on a machine with several cores they are checked side by
 side.
 
-The items are cut into small runs of neighbours (claims that sit together in a file tend to
-build the same workloads, which each process then builds once); the processes take the
-next run from one shared pipe, so a slow run never leaves a core idle while work is left.
+The items are cut into runs of neighbours: with ``key``, the stretches of consecutive
+items that share a key (the claims of one section of a file tend to build the same
+workloads, which each process then builds once), each cut to at most ``most`` items;
+without, runs of 4. The processes take the next run from one shared pipe, so a slow run
+never leaves a core idle while work is left.
 Each worker sends back what it computed, pickled, and leaves; whatever a worker could not
 compute or send (it died, an item raised, a result does not pickle) is computed here
 afterwards, so the list returned is exactly ``[fn(x) for x in items]``: the same values in
@@ -27,13 +29,13 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["available", "compute"]
+__all__ = ["available", "compute", "runs"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-_RUN = struct.Struct("!I")   # one run's first index, as the shared pipe carries it
-_RUN_LENGTH = 4              # items per run: neighbours, and small enough to balance
+_RUN = struct.Struct("!II")  # one run's first and last-but-one index, as the pipe carries it
+_RUN_LENGTH = 4              # items per run without a key: small enough to balance
 
 
 def available() -> int:
@@ -72,31 +74,49 @@ def _forkable() -> bool:
             and threading.active_count() == 1)
 
 
-def compute(fn: Callable[[T], R], items: Sequence[T], workers: int) -> list[R]:
+def runs(items: Sequence[T], key: Callable[[T], object] | None = None,
+         most: int = 24) -> list[tuple[int, int]]:
+    """The runs ``(start, stop)`` that :func:`compute` shares out (see the module's text).
+
+    >>> runs("aaabbbbbc", key=str, most=3)
+    [(0, 3), (3, 6), (6, 8), (8, 9)]
+    """
+    if key is None:
+        return [(i, min(i + _RUN_LENGTH, len(items))) for i in range(0, len(items), _RUN_LENGTH)]
+    out: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, len(items) + 1):
+        if i == len(items) or i - start == most or key(items[i]) != key(items[start]):
+            out.append((start, i))
+            start = i
+    return out
+
+
+def compute(fn: Callable[[T], R], items: Sequence[T], workers: int,
+            key: Callable[[T], object] | None = None, most: int = 24) -> list[R]:
     """``[fn(x) for x in items]``, shared between this process and ``workers - 1`` forked
-    workers.
+    workers, in runs of neighbours (``key``, ``most``: see :func:`runs`).
 
     >>> compute(abs, [-3, 1, -2, 5, -8, 13], workers=2)
     [3, 1, 2, 5, 8, 13]
     """
     n = len(items)
-    workers = min(workers, -(-n // _RUN_LENGTH))
+    shares = runs(items, key, most)
+    workers = min(workers, len(shares))
     if workers <= 1 or not _forkable():
         return [fn(x) for x in items]
-    runs = b"".join(_RUN.pack(i) for i in range(0, n, _RUN_LENGTH))
-    queue_r, queue_w = os.pipe()
-    if len(runs) > 65536:  # more than a pipe holds unread: keep it simple, run here
-        os.close(queue_r)
-        os.close(queue_w)
+    queue = b"".join(_RUN.pack(*run) for run in shares)
+    if len(queue) > 65536:  # more than a pipe holds unread: keep it simple, run here
         return [fn(x) for x in items]
-    os.write(queue_w, runs)
+    queue_r, queue_w = os.pipe()
+    os.write(queue_w, queue)
     os.close(queue_w)   # every reader sees the end of the queue once it is empty
     children: list[tuple[int, int]] = []
     done: dict[int, R] = {}
     try:
         for _ in range(workers - 1):
             children.append(_fork(fn, items, queue_r))
-        for i in _taken(queue_r, n):
+        for i in _taken(queue_r):
             try:
                 done[i] = fn(items[i])
             except Exception:  # noqa: BLE001 - computed again below, in order, and raised
@@ -110,15 +130,14 @@ def compute(fn: Callable[[T], R], items: Sequence[T], workers: int) -> list[R]:
     return [done[i] if i in done else fn(items[i]) for i in range(n)]
 
 
-def _taken(queue: int, n: int) -> Iterator[int]:
+def _taken(queue: int) -> Iterator[int]:
     """The items of each run this process takes from the queue, until it is empty (a read
     of a few bytes from a pipe is atomic, so no two processes take one run)."""
     while True:
         data = os.read(queue, _RUN.size)
         if len(data) < _RUN.size:
             return
-        (start,) = _RUN.unpack(data)
-        yield from range(start, min(start + _RUN_LENGTH, n))
+        yield from range(*_RUN.unpack(data))
 
 
 def _fork(fn: Callable[[T], R], items: Sequence[T], queue: int) -> tuple[int, int]:
@@ -132,7 +151,7 @@ def _fork(fn: Callable[[T], R], items: Sequence[T], queue: int) -> tuple[int, in
             os.close(read_end)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             sent: list[bytes] = []
-            for i in _taken(queue, len(items)):
+            for i in _taken(queue):
                 try:
                     sent.append(pickle.dumps((i, fn(items[i]))))
                 except Exception:  # noqa: BLE001 - the parent computes it again, and raises
