@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -70,8 +71,25 @@ print(json.dumps({"stages": stages, "simplify": calls[0], "claims": len(outcome.
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--no-bytecode", action="store_true",
+                    help="no bytecode cache: every start compiles symroof's modules")
     args = ap.parse_args()
+    # as bench_startup.py: by default the children run with a bytecode cache of their own
+    # (an installed package has one), whatever PYTHONDONTWRITEBYTECODE says here
+    cache = None
+    if args.no_bytecode:
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+        os.environ.pop("PYTHONPYCACHEPREFIX", None)
+    else:
+        cache = tempfile.TemporaryDirectory(prefix="symroof-pyc-")
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ["PYTHONPYCACHEPREFIX"] = cache.name
+        subprocess.run([sys.executable, "-c", "import symroof.cli.report, "
+                        "symroof.present.claim_charts, symroof.verify.appendix"], cwd=ROOT,
+                       check=True)   # fills the cache once
     print(describe())
+    print("bytecode: " + ("none (each start compiles symroof's modules)" if cache is None else
+                          "cached, as an installed package runs"))
     ends: list[float] = []
     shares: dict[str, list[float]] = {}
     seconds: dict[str, list[float]] = {}

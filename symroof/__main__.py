@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from symroof.cli import run
 
-from symroof.cli import main
-
-sys.exit(main())
+run()

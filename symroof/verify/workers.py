@@ -40,13 +40,14 @@ _RUN_LENGTH = 4              # items per run without a key: small enough to bala
 
 def available() -> int:
     """The cores this process may run on and no other work keeps busy: its CPU affinity
-    (where the platform has one) less the other processes running now, at least 1.
+    (where the platform has one) less the other processes that both the kernel's count
+    of runnable processes now (``/proc/loadavg``, less this one, as GNU make's ``-l``
+    reads it on Linux) and the last minute's load average say are running, at least 1.
 
-    "Running now" is the kernel's count of runnable processes in ``/proc/loadavg`` (less
-    this one), as GNU make's ``-l`` reads it on Linux; elsewhere the last minute's load
-    average. Each worker repeats part of the others' warm-up (about a third more CPU in
-    all for the seed appendix), which pays only on an idle core: on a busy machine (a
-    test run on every core) the claims are checked in one process.
+    Each worker repeats part of the others' warm-up (about a fifth more CPU in all for
+    the seed appendix), which pays only on an idle core: on a busy machine (a test run
+    on every core) the claims are checked in one process. Either measure alone misleads:
+    the count now catches a passing process, the average the run that just ended.
     """
     try:
         cores = len(os.sched_getaffinity(0))
@@ -56,17 +57,17 @@ def available() -> int:
 
 
 def _busy() -> int:
-    """Processes other than this one using a core now (see :func:`available`)."""
+    """Processes other than this one using a core (see :func:`available`)."""
+    try:
+        average = int(os.getloadavg()[0])
+    except (AttributeError, OSError):  # pragma: no cover - no load average here
+        return 0
     try:
         with open("/proc/loadavg", encoding="ascii") as fh:
             running = fh.read().split()[3].split("/")[0]
-        return max(0, int(running) - 1)
+        return max(0, min(average, int(running) - 1))
     except (OSError, IndexError, ValueError):
-        pass
-    try:
-        return int(os.getloadavg()[0])
-    except (AttributeError, OSError):  # pragma: no cover - no load average here
-        return 0
+        return average
 
 
 def _forkable() -> bool:

@@ -149,9 +149,13 @@ def test_the_idle_cores_are_the_cores_less_the_processes_running(monkeypatch):
     from symroof.verify import workers
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
-    for running, idle in ((1, 4), (2, 3), (4, 1), (9, 1)):  # this process is one of them
+    # (load average, runnable now counting this process) -> idle cores: busy only where
+    # both say so
+    for load, running, idle in ((0.2, 1, 4), (3.5, 1, 4), (0.4, 3, 4), (1.2, 2, 3),
+                                (2.9, 5, 2), (9.0, 9, 1)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
         monkeypatch.setattr(workers, "open", lambda *a, running=running, **k: io.StringIO(
-            f"0.50 0.40 0.30 {running}/312 4242\n"), raising=False)
+            f"{load:.2f} 0.40 0.30 {running}/312 4242\n"), raising=False)
         assert available() == idle
     monkeypatch.setattr(workers, "open", lambda *a, **k: io.StringIO(""), raising=False)
     for load, idle in ((0.9, 4), (1.2, 3), (3.99, 1)):  # no count: the load average
