@@ -27,7 +27,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 __all__ = ["available", "compute", "runs"]
 
@@ -106,29 +106,65 @@ def compute(fn: Callable[[T], R], items: Sequence[T], workers: int,
     workers = min(workers, len(shares))
     if workers <= 1 or not _forkable():
         return [fn(x) for x in items]
-    queue = b"".join(_RUN.pack(*run) for run in shares)
-    if len(queue) > 65536:  # more than a pipe holds unread: keep it simple, run here
+    queue_r = _queue(b"".join(_RUN.pack(*run) for run in shares))
+    if queue_r is None:  # more than the pipe holds unread: keep it simple, run here
         return [fn(x) for x in items]
-    queue_r, queue_w = os.pipe()
-    os.write(queue_w, queue)
-    os.close(queue_w)   # every reader sees the end of the queue once it is empty
+    _flush_std_streams()  # nothing buffered here is written again by a worker
     children: list[tuple[int, int]] = []
     done: dict[int, R] = {}
     try:
         for _ in range(workers - 1):
-            children.append(_fork(fn, items, queue_r))
+            try:
+                _fork(fn, items, queue_r, children)
+            except OSError:  # no more processes to be had: those forked share the work
+                break
         for i in _taken(queue_r):
             try:
                 done[i] = fn(items[i])
             except Exception:  # noqa: BLE001 - computed again below, in order, and raised
                 continue
-        for pid, fd in children:
-            done.update(_received(fd))
+        sent = [item for _, fd in children for item in _received(fd)]
     finally:
         os.close(queue_r)
         for pid, fd in children:
             _end(pid, fd)
+    if sent:
+        from sympy.core.parameters import evaluate  # loaded already by whoever sends SymPy
+
+        with evaluate(False):  # each expression as the worker built it (2*(x + y) stays);
+            for item in sent:  # once for all: SymPy clears its cache at each switch
+                try:
+                    i, value = pickle.loads(item)
+                except Exception:  # noqa: BLE001 - computed here below
+                    continue
+                done[i] = value
     return [done[i] if i in done else fn(items[i]) for i in range(n)]
+
+
+def _queue(data: bytes) -> int | None:
+    """The read end of a pipe holding ``data`` whole, its write end closed (every reader
+    sees the end of the queue once it is empty); None where the pipe cannot hold it all."""
+    read_end, write_end = os.pipe()
+    try:
+        os.set_blocking(write_end, False)  # a full pipe refuses, rather than wait forever
+        whole = os.write(write_end, data) == len(data)
+    except BlockingIOError:
+        whole = False
+    finally:
+        os.close(write_end)
+    if not whole:
+        os.close(read_end)
+        return None
+    return read_end
+
+
+def _flush_std_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a reader gone or a stream closed: not ours to say
+            pass
 
 
 def _taken(queue: int) -> Iterator[int]:
@@ -141,11 +177,19 @@ def _taken(queue: int) -> Iterator[int]:
         yield from range(*_RUN.unpack(data))
 
 
-def _fork(fn: Callable[[T], R], items: Sequence[T], queue: int) -> tuple[int, int]:
+def _fork(fn: Callable[[T], R], items: Sequence[T], queue: int,
+          children: list[tuple[int, int]]) -> None:
+    """A worker that computes the runs it takes from ``queue``, added to ``children`` as
+    its pid and the read end of the pipe it answers on."""
     read_end, write_end = os.pipe()
-    with warnings.catch_warnings():  # Python 3.12 warns about fork with threads; none run
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
+    try:
+        with warnings.catch_warnings():  # Python 3.12 warns about fork with threads; none run
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except BaseException:
+        os.close(read_end)
+        os.close(write_end)
+        raise
     if pid == 0:  # the worker: compute what it takes, send it, leave without any cleanup
         code = 0
         try:
@@ -164,23 +208,21 @@ def _fork(fn: Callable[[T], R], items: Sequence[T], queue: int) -> tuple[int, in
             code = 70
         finally:
             os._exit(code)
+    children.append((pid, read_end))  # at once: ended and reaped whatever comes next
     os.close(write_end)
-    return pid, read_end
 
 
-def _received(fd: int) -> dict[int, Any]:
-    """What one worker sent (nothing when it died before sending all of it)."""
+def _received(fd: int) -> list[bytes]:
+    """What one worker sent, each item pickled (nothing when it died before sending all
+    of it)."""
     chunks = []
     while chunk := os.read(fd, 1 << 20):
         chunks.append(chunk)
-    from sympy.core.parameters import evaluate  # loaded already by whoever sends SymPy
-
     try:
-        sent = pickle.loads(b"".join(chunks))
-        with evaluate(False):  # each expression as the worker built it (2*(x + y) stays)
-            return dict(pickle.loads(item) for item in sent)
+        sent: list[bytes] = pickle.loads(b"".join(chunks))
     except Exception:  # noqa: BLE001 - a worker cut off mid-message: compute it here
-        return {}
+        return []
+    return sent
 
 
 def _end(pid: int, fd: int) -> None:

@@ -161,3 +161,31 @@ def test_the_idle_cores_are_the_cores_less_the_processes_running(monkeypatch):
     for load, idle in ((0.9, 4), (1.2, 3), (3.99, 1)):  # no count: the load average
         monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
         assert available() == idle
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else set()
+
+
+def test_a_queue_the_pipe_cannot_hold_is_refused_not_waited_on():
+    from symroof.verify.workers import _queue
+
+    fds = _open_fds()
+    assert _queue(bytes(1 << 22)) is None      # past any pipe's default: no wait forever
+    fd = _queue(b"abcd")
+    assert fd is not None
+    try:
+        assert os.read(fd, 16) == b"abcd" and os.read(fd, 16) == b""   # then the end
+    finally:
+        os.close(fd)
+    assert _open_fds() == fds
+
+
+def test_a_fork_refused_leaves_the_work_here_and_no_pipe_open(monkeypatch):
+    def refused():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    fds = _open_fds()
+    monkeypatch.setattr(os, "fork", refused)
+    assert compute(_where, list(range(40)), 3) == [(i * i, os.getpid()) for i in range(40)]
+    assert _open_fds() == fds
