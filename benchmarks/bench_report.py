@@ -11,8 +11,9 @@ imports, the claims' derivations and checks (``run_claims``), the charts
 rendering (Markdown, LaTeX, JSON) and writing; once with the workers the command chooses
 (one per core, see ``symroof.verify.workers``) and once in one process, so the ratio of
 the two is the gain from the cores. Shares are each stage's part of the child's total;
-the last line says how often SymPy's ``simplify`` ran (the main path must not call it;
-the test is tests/reports/test_report.py::test_no_simplify_while_generating).
+the last line says how often SymPy's ``simplify`` ran in the one-process run (a worker's
+calls are counted in its own copy; the main path must not call it, and the test is
+tests/project/test_no_simplify.py).
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def main() -> None:
                 shares.setdefault(f"{k}, workers {workers}", []).append(100 * v / total)
                 seconds.setdefault(f"{k}, workers {workers}", []).append(v)
             totals.setdefault(workers, []).append(total)
-            simplify, claims = found["simplify"], found["claims"]
+            simplify, claims = found["simplify"], found["claims"]   # the last: workers 1
     print(header(f"symroof report appendix ({claims} claims): stage / whole child run, in %"))
     for k, v in shares.items():
         print(line(f"{k} (median {sorted(seconds[k])[len(seconds[k]) // 2]:.2f} s)", v, "%"))

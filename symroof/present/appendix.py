@@ -61,7 +61,7 @@ from symroof.symbols import b as _b
 from symroof.verify import Outcome, Result
 from symroof.verify import compare as _compare
 from symroof.verify.derivation import Derivation
-from symroof.verify.workers import available, compute
+from symroof.verify.workers import compute
 from symroof.version import __version__
 
 __all__ = ["claims_json", "claims_text", "read_claims", "derivation_terms", "render_markdown", "render_latex", "prepare", "Prepared", "figure", "STATUSES",
@@ -628,8 +628,8 @@ def prepare(outcome: Outcome, flavours: Sequence[str] = ("md", "tex"), *,
     """The entries of every claim and table of ``outcome`` in each of ``flavours``, for
     :func:`render_markdown` and :func:`render_latex` (``prepared=``). Each entry depends
     on its claim alone, so ``workers`` processes compute them side by side
-    (:mod:`symroof.verify.workers`; ``None``: the idle cores, at most one per 24
-    claims); the entries are the same for any number."""
+    (:func:`symroof.verify.workers.compute`; ``None``: the idle cores, at most one per
+    ``PER_WORKER`` claims); the entries are the same for any number."""
     ids = _id_pattern([r.claim.id for r in outcome.results])
     tables = _tables(outcome)
     heads = [i for i, r in enumerate(outcome.results)
@@ -641,11 +641,9 @@ def prepare(outcome: Outcome, flavours: Sequence[str] = ("md", "tex"), *,
             return [{"type": "claim", **_claim_item(r, f, ids)} for f in flavours]
         return [_table_item(tables[r.claim.table["id"]], f, ids) for f in flavours]
 
-    if workers is None:
-        workers = min(available(), len(heads) // 24)
     section = lambda i: (outcome.results[i].claim.document,  # noqa: E731 - neighbours
                          outcome.results[i].claim.section)
-    done = compute(entries, heads, max(workers, 1), key=section)
+    done = compute(entries, heads, workers, key=section)
     return Prepared(outcome, {(f, i): item for i, items in zip(heads, done)
                               for f, item in zip(flavours, items)})
 

@@ -57,7 +57,7 @@ from symroof.verify.named import Named, named_form, writes_numbers
 from symroof.verify.recipe import (Context, _Heavy, check_value, declare_each, evaluate,
                                    formula_of, honour, workload)
 from symroof.verify.schema import Chart, Claim, ClaimFile, field_line
-from symroof.verify.workers import available, compute
+from symroof.verify.workers import compute
 
 __all__ = ["Result", "Alternative", "Outcome", "run_claims", "derive", "STATUSES",
            "WITH_COMMUNICATION", "fill_note", "chart_error"]
@@ -594,11 +594,6 @@ def _alternative(claim: Claim, alt: Mapping[str, Any], base: Mapping[sp.Symbol, 
         return Alternative(label, None, None, str(err))
 
 
-#: Claims per worker below which a file is checked in one process (a fork and the
-#: results' way back cost about what a few claims do).
-_CLAIMS_PER_WORKER = 24
-
-
 def _neighbours(claim: Claim) -> tuple[str, str, object]:
     return claim.document, claim.section, (claim.table or {}).get("id")
 
@@ -609,8 +604,8 @@ def run_claims(source: ClaimFile, *, workers: int | None = None) -> Outcome:
 
     The claims are independent, so ``workers`` processes check them side by side
     (:mod:`symroof.verify.workers`; the outcome is the same for any number). ``None``
-    takes the idle cores (``workers.available()``), at most one per 24 claims; 1 checks
-    them all in this process.
+    takes the idle cores (``workers.available()``), at most one per ``workers.PER_WORKER``
+    claims; 1 checks them all in this process.
     """
     declared, refused = declare_each(source.symbols, f"{source.path}: [symbols]")
     ctx = Context(declared, source.path, source.text, refused=refused)
@@ -625,11 +620,6 @@ def run_claims(source: ClaimFile, *, workers: int | None = None) -> Outcome:
         except SymroofError as err:
             return Result(claim, "error", message=str(err))
 
-    if workers is None:
-        workers = min(available(), len(source.claims) // _CLAIMS_PER_WORKER)
-    elif isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise SymroofError(f"workers: expected a whole number of processes, at least 1, "
-                           f"got {workers!r}")
     # a section's claims (a table's rows) tend to share workloads: kept together
     results = compute(one, source.claims, workers, key=_neighbours)
     drawable, errors = _charts(source, results)

@@ -29,13 +29,19 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
-__all__ = ["available", "compute", "runs"]
+from symroof.errors import SymroofError
+
+__all__ = ["available", "compute", "runs", "PER_WORKER"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 _RUN = struct.Struct("!II")  # one run's first and last-but-one index, as the pipe carries it
 _RUN_LENGTH = 4              # items per run without a key: small enough to balance
+
+#: Items per worker below which they are computed in one process (a fork and the results'
+#: way back cost about what a few claims do).
+PER_WORKER = 24
 
 
 def available() -> int:
@@ -93,14 +99,21 @@ def runs(items: Sequence[T], key: Callable[[T], object] | None = None,
     return out
 
 
-def compute(fn: Callable[[T], R], items: Sequence[T], workers: int,
+def compute(fn: Callable[[T], R], items: Sequence[T], workers: int | None = None,
             key: Callable[[T], object] | None = None, most: int = 24) -> list[R]:
     """``[fn(x) for x in items]``, shared between this process and ``workers - 1`` forked
-    workers, in runs of neighbours (``key``, ``most``: see :func:`runs`).
+    workers, in runs of neighbours (``key``, ``most``: see :func:`runs`). ``workers``
+    None takes the idle cores (:func:`available`), at most one per :data:`PER_WORKER`
+    items; else it is a whole number, at least 1.
 
     >>> compute(abs, [-3, 1, -2, 5, -8, 13], workers=2)
     [3, 1, 2, 5, 8, 13]
     """
+    if workers is None:
+        workers = min(available(), len(items) // PER_WORKER)
+    elif isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise SymroofError(f"workers: expected a whole number of processes, at least 1, "
+                           f"got {workers!r}")
     n = len(items)
     shares = runs(items, key, most)
     workers = min(workers, len(shares))

@@ -8,12 +8,14 @@ and the check that they are the doors is itself tested.
 from __future__ import annotations
 
 import importlib
+import json
 
 import pytest
 import sympy
 
 from symroof.cli import main
 from symroof.symbols import n
+from symroof.verify import workers
 
 WHERE = importlib.import_module("sympy.simplify.simplify")  # sympy.simplify is the function
 
@@ -40,5 +42,10 @@ def test_both_doors_are_watched(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_main_job_never_simplifies(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     seen = _refuse(monkeypatch)
+    # one process: a forked worker's call would land in its own copy of `seen` (and the
+    # claim would become an "internal error" result there)
+    monkeypatch.setattr(workers, "_forkable", lambda: False)
     assert main(["report", "appendix", "--out", str(tmp_path)]) == 0
     assert seen == []
+    statuses = {c["status"] for c in json.loads((tmp_path / "seed_claims.json").read_text())}
+    assert "error" not in statuses and "match" in statuses

@@ -141,6 +141,8 @@ def test_bad_worker_counts_are_refused_by_name(part, one):
     for bad in (0, -1, True, 1.5):
         with pytest.raises(SymroofError, match="^workers: expected a whole number"):
             run_claims(few, workers=bad)
+        with pytest.raises(SymroofError, match="^workers: expected a whole number"):
+            prepare(one, workers=bad)
     with pytest.raises(SymroofError, match="^prepared: made for another outcome"):
         render_markdown(one, [], "c", prepare(run_claims(few, workers=1)))
 
