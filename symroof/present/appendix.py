@@ -61,6 +61,7 @@ from symroof.symbols import b as _b
 from symroof.verify import Outcome, Result
 from symroof.verify import compare as _compare
 from symroof.verify.derivation import Derivation
+from symroof.verify.named import BETA, PI
 from symroof.verify.workers import compute
 from symroof.version import __version__
 
@@ -239,12 +240,12 @@ def number_latex(value: sp.Expr) -> str:
 
 
 #: Display names of the roofline's own quantities (a claim that declares none is shown
-#: as t = max(F/π, Q/β), with F and Q from its derivation and π, β its chip's)
-_F, _Q, _PI, _BETA = sp.symbols("F Q pi beta", positive=True)
+#: as t = max(F/π, Q/β), with F and Q from its derivation and π, β its chip's, the
+#: symbols a named form gives them: :data:`symroof.verify.named.PI`)
+_F, _Q = sp.symbols("F Q", positive=True)
+_PI, _BETA = PI, BETA
 
-
-#: The units of a chip's names where a claim's model form uses them (its π and β:
-#: :data:`symroof.verify.named.PI`, which are these symbols)
+#: The units of a chip's names where a claim's model form uses them (its π and β)
 _CHIP_UNITS = {_PI: "\\ \\mathrm{FLOP/s}", _BETA: "\\ \\mathrm{B/s}"}
 
 
