@@ -48,11 +48,11 @@ class Context:
     in_guard: bool = False    # in the guarded child: everything runs here
     mentioned: set[sp.Basic] = field(default_factory=set)  # symbols the recipe's inputs use
     assumptions: frozenset[str] = frozenset()  # the claim's stated assumptions, in force
-    # presets replaced by their twins (symroof.verify.named); each twin met: the numbers
-    # its symbols stand for and its parameter count (a cached model or workload logs the
-    # twins its build met, and meets them again when the cache answers)
-    # twins; with twin_numbers also chips (pi, beta) and builders' number arguments, whose
-    # entries in twin_seen have no parameter count (None)
+    # presets replaced by their twins (symroof.verify.named), and with twin_numbers also
+    # chips (pi, beta) and builders' number arguments; each twin met: the numbers its
+    # symbols stand for and its parameter count (None for a chip's or a number's; a cached
+    # model or workload logs the twins its build met, and meets them again when the cache
+    # answers)
     twins: bool = False
     twin_numbers: bool = False
     twin_seen: list[tuple[dict[sp.Symbol, sp.Expr], sp.Expr | None]] = field(
@@ -77,8 +77,8 @@ class Context:
                 t = self.with_twins()             # (builds keys a named number's apart)
                 self.number_twin_context = Context(
                     self.declared, self.path, self.text, workloads=t.workloads,
-                    requests=t.requests, models=t.models, refused=self.refused, twins=True, twin_numbers=True,
-                    twin_log=t.twin_log, graph_symbols=t.graph_symbols)
+                    requests=t.requests, models=t.models, refused=self.refused, twins=True,
+                    twin_numbers=True, twin_log=t.twin_log, graph_symbols=t.graph_symbols)
             return self.number_twin_context
         if self.twin_context is None:
             self.twin_context = Context(self.declared, self.path, self.text,
