@@ -277,7 +277,7 @@ def _named_form(claim: Claim, result: Result, ctx: Context, twins: Context) -> N
     folded = result.formula
     if folded is None:
         return None
-    twins.twin_seen, twins.mentioned = [], set()
+    twins.twin_seen, twins.mentioned, twins.ran = [], set(), []  # this claim's alone
     twins.assumptions = frozenset(claim.assumptions)
     where = _at(claim, ctx, "value")
     named = roofline = table = None
