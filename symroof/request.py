@@ -265,17 +265,14 @@ def _check_left_out(r: Request, entry: registry.Entry, left_out: set[sp.Symbol])
 def keywords_of(entry: registry.Entry) -> dict[str, sp.Symbol]:
     """The keyword-only parameters of ``entry``'s builder a request's ``keywords`` may
     give (not the layout, nor an enum or flag option: a numeric option such as a
-    ``flops_per_element`` may be an expression here), each with the symbol its value is checked
-    as: the parameter's default where that is a symbol (a GEMM's ``b``), else a symbol
-    of no assumptions (the builder's own checks say more: a padding may be 0)."""
-    import inspect  # see the note at the top
-
-    out: dict[str, sp.Symbol] = {}
-    for name, p in inspect.signature(entry.builder).parameters.items():
-        if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in registry.LAYOUT \
-                and (name not in entry.options or name in entry.numbers):
-            out[name] = p.default if isinstance(p.default, sp.Symbol) else sp.Symbol(name)
-    return out
+    ``flops_per_element`` may be an expression here), each with the symbol its value is
+    checked as: the parameter's default where that is a symbol (a GEMM's ``b``), else a
+    symbol of no assumptions (the builder's own checks say more: a padding may be 0).
+    The parameters are the registry's, read once per entry (``Entry._parameters``)."""
+    return {name: p.default if isinstance(p.default, sp.Symbol) else sp.Symbol(name)
+            for name, p in entry._parameters.items()
+            if name not in registry.LAYOUT and (name not in entry.options
+                                                or name in entry.numbers)}
 
 
 def _check_keywords(r: Request, entry: registry.Entry) -> None:
