@@ -13,8 +13,8 @@ afterwards, so the list returned is exactly ``[fn(x) for x in items]``: the same
 the same order, and the same exception at the same item when one escapes ``fn``.
 
 Forking is used only where it is safe and cheap (``os.fork`` exists, not macOS, and no
-other thread runs in this process, as in :mod:`symroof.budget.guard`); elsewhere, or with
-one worker, the items are computed here in order.
+other thread runs in this process: :mod:`symroof.budget.guard`'s test, whose reaping the
+workers share too); elsewhere, or with one worker, the items are computed here in order.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import pickle
 import signal
 import struct
 import sys
-import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
+from symroof.budget.guard import _forkable, _reap
 from symroof.errors import SymroofError
 
 __all__ = ["available", "compute", "runs", "PER_WORKER"]
@@ -74,11 +74,6 @@ def _busy() -> int:
         return max(0, min(average, int(running) - 1))
     except (OSError, IndexError, ValueError):
         return average
-
-
-def _forkable() -> bool:
-    return (hasattr(os, "fork") and sys.platform != "darwin"
-            and threading.active_count() == 1)
 
 
 def runs(items: Sequence[T], key: Callable[[T], object] | None = None,
@@ -140,7 +135,8 @@ def compute(fn: Callable[[T], R], items: Sequence[T], workers: int | None = None
     finally:
         os.close(queue_r)
         for pid, fd in children:
-            _end(pid, fd)
+            os.close(fd)
+            _reap(pid, kill=True)   # done already when its message was read whole
     if sent:
         from sympy.core.parameters import evaluate  # loaded already by whoever sends SymPy
 
@@ -236,15 +232,3 @@ def _received(fd: int) -> list[bytes]:
     except Exception:  # noqa: BLE001 - a worker cut off mid-message: compute it here
         return []
     return sent
-
-
-def _end(pid: int, fd: int) -> None:
-    os.close(fd)
-    try:
-        os.kill(pid, signal.SIGKILL)   # done already when its message was read whole
-    except ProcessLookupError:  # pragma: no cover - reaped elsewhere
-        pass
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:  # pragma: no cover - reaped elsewhere
-        pass

@@ -191,3 +191,27 @@ def test_a_fork_refused_leaves_the_work_here_and_no_pipe_open(monkeypatch):
     monkeypatch.setattr(os, "fork", refused)
     assert compute(_where, list(range(40)), 3) == [(i * i, os.getpid()) for i in range(40)]
     assert _open_fds() == fds
+
+
+def test_no_worker_outlives_compute_even_when_interrupted():
+    fds = _open_fds()
+    assert [v for v, _ in compute(_where, list(range(40)), 3)] == [i * i for i in range(40)]
+    with pytest.raises(ChildProcessError):  # every worker reaped: no zombie, none running
+        os.waitpid(-1, os.WNOHANG)
+    never = os.pipe()   # nobody writes: a worker's first item waits (60 s at most)
+
+    def stuck_there_interrupted_here(i: int) -> int:
+        if os.getpid() == PARENT:
+            raise KeyboardInterrupt
+        select.select([never[0]], [], [], 60)
+        return i
+
+    try:
+        with pytest.raises(KeyboardInterrupt):   # the workers hold a run each: one is left
+            compute(stuck_there_interrupted_here, list(range(40)), 3)
+        with pytest.raises(ChildProcessError):   # the waiting workers ended and reaped
+            os.waitpid(-1, os.WNOHANG)
+    finally:
+        os.close(never[0])
+        os.close(never[1])
+    assert _open_fds() == fds
