@@ -97,7 +97,7 @@ def main() -> None:
     simplify = claims = 0
     script = Path(sys.executable).parent / "symroof"
     cmd = [sys.executable, str(script)] if script.exists() else \
-        [sys.executable, "-c", "import sys; from symroof.cli import main; sys.exit(main())"]
+        [sys.executable, "-c", "from symroof.cli import run; run()"]  # the script's entry
     ratios: list[float] = []
     totals: dict[str, list[float]] = {}
     for _ in range(args.repeat):
