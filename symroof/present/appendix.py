@@ -50,6 +50,7 @@ from symroof import notation
 from symroof.errors import SymroofError
 from symroof.precision import bytes_per_value
 from symroof.present.claim_charts import RenderedChart
+from symroof.present.commands import request_doc
 # the text layer is appendix_text; its names (_MATH_COMMANDS, _quote...) are this module's too
 from symroof.present.appendix_text import (_MATH_COMMANDS, _code, _escape, _id_pattern,
                                            _quote, prose)
@@ -741,7 +742,9 @@ def claims_json(outcome: Outcome) -> list[dict[str, object]]:
     formula, unit, status, note (numbers in the claim's unit), then assumptions (the
     document's stated assumptions the verdict is computed under), comparison (``equal``,
     ``within``, ``at most``, ``at least``) and tolerance (see :func:`comparison`), so that a
-    consumer can redo each verdict of ``match`` or ``mismatch`` from the JSON alone."""
+    consumer can redo each verdict of ``match`` or ``mismatch`` from the JSON alone; and
+    requests, the registry workloads the claim's recipe ran, each as ``--json`` prints a
+    command's request (the provenance: what to ask :func:`symroof.request.make` again)."""
     files = {d.id: d.file for d in outcome.source.documents}
     claims = {r.claim.id: r.claim for r in outcome.results}
     out: list[dict[str, object]] = []
@@ -760,7 +763,10 @@ def claims_json(outcome: Outcome) -> list[dict[str, object]]:
             "unit": c.unit, "status": r.status,
             "note": r.message if r.status == "error" else c.note,
             "assumptions": [str(a) for a in r.assumptions],
-            "tolerance": tolerance, "comparison": kind})
+            "tolerance": tolerance, "comparison": kind,
+            # the registry workloads the recipe ran, as `--json` prints a command's request:
+            # enough to ask each again (symroof.request.make)
+            "requests": [request_doc(q) for q in r.requests]})
     return out
 
 

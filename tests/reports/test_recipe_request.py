@@ -11,7 +11,7 @@ import sympy as sp
 from symroof import request
 from symroof.cli import main
 from symroof.errors import SymroofError
-from symroof.models import get
+from symroof.models import PRESETS, get
 from symroof.symbols import B, S, b, dim, n
 from symroof.verify.builds import workload
 from symroof.verify.context import Context
@@ -230,3 +230,41 @@ def test_the_number_twins_share_the_twins_caches_field_by_field():
     assert numbers.workloads is twins.workloads and numbers.models is twins.models
     assert numbers.requests is twins.requests and numbers.twin_log is twins.twin_log
     assert numbers.twin_numbers and not twins.twin_numbers and numbers.twins
+
+
+def test_the_claims_json_prints_requests_that_ask_the_same_workload_again(seed_outcome):
+    """Each claim's ``requests`` in the JSON (issue 24: the request a claim ran, printed)
+    is enough to make the Request again: rebuilt from the JSON alone, with the layout,
+    formats, fixed values and keywords it prints, it builds the workload whose F and Q
+    the claim's own Request builds."""
+    from symroof.present.appendix import claims_json
+
+    items = {i["id"]: i for i in claims_json(seed_outcome)}
+    asked = 0
+    for r in seed_outcome.results:
+        docs = items[r.claim.id]["requests"]
+        assert len(docs) == len(r.requests)
+        for doc, ran in zip(docs, r.requests):
+            if ran.model is not None and not isinstance(ran.model, str) and \
+                    PRESETS.get(ran.model.name) != ran.model:
+                continue  # a model table of the claim file (or a preset changed by one,
+                # such as its weights' bytes): the JSON names it only
+            if any(isinstance(v, str) for v in {**doc.get("fixed", {}),
+                                                **doc.get("keywords", {})}.values()):
+                continue  # a size fixed at an expression: printed as text, not a number
+            # the layout and the formats as the JSON prints them, where they are not the
+            # defaults that every workload takes (make refuses a field a workload ignores)
+            layout = {k: v for k, v in doc["layout"].items()
+                      if v != {"expert_reads": "expected"}.get(k, 1)}
+            numerics = doc["numerics"]
+            formats = ({} if doc["model"] is None else
+                       {k: numerics[k] for k in ("weights", "kv_cache", "activations")}
+                       if numerics["per_kind"] else {"precision": numerics["b"]})
+            again = request.make(doc["workload"], options=doc["options"], model=doc["model"],
+                                 fixed=doc.get("fixed"), keywords=doc.get("keywords"),
+                                 **layout, **formats)
+            mine, theirs = request.analysis(again), request.analysis(ran)
+            assert sp.cancel(mine.flops - theirs.flops) == 0, r.claim.id
+            assert sp.cancel(mine.bytes - theirs.bytes) == 0, r.claim.id
+            asked += 1
+    assert asked >= 60, asked   # the claims on a preset as shipped or on no model

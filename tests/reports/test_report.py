@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 REPORTS = ROOT / "reports"
 APPENDIX = ("seed_appendix.md", "seed_appendix.tex", "seed_claims.json")
 JSON_KEYS = {"id", "document", "quote", "quantity", "claimed", "derived", "formula", "unit",
-             "status", "note", "assumptions", "tolerance", "comparison"}  # issue 21: re-checkable
+             "status", "note", "assumptions", "tolerance", "comparison",  # issue 21: re-checkable
+             "requests"}  # issue 24: the requests each claim ran
 
 
 @pytest.fixture(scope="module")
