@@ -19,6 +19,8 @@ workers share too); elsewhere, or with one worker, the items are computed here i
 
 from __future__ import annotations
 
+import importlib
+import io
 import os
 import pickle
 import signal
@@ -26,7 +28,7 @@ import struct
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from symroof.budget.guard import _forkable, _reap
 from symroof.errors import SymroofError
@@ -143,11 +145,26 @@ def compute(fn: Callable[[T], R], items: Sequence[T], workers: int | None = None
         with evaluate(False):  # each expression as the worker built it (2*(x + y) stays);
             for item in sent:  # once for all: SymPy clears its cache at each switch
                 try:
-                    i, value = pickle.loads(item)
+                    i, value = _Unevaluated(io.BytesIO(item)).load()
                 except Exception:  # noqa: BLE001 - computed here below
                     continue
                 done[i] = value
     return [done[i] if i in done else fn(items[i]) for i in range(n)]
+
+
+class _Unevaluated(pickle.Unpickler):
+    """Loads a worker's result under ``evaluate(False)``, except that a module it names
+    and this process has not imported yet is imported evaluating, as every import runs
+    (else that module's own expressions, such as a constant ``2*(x + y)``, would be built
+    unevaluated here for good)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module not in sys.modules:
+            from sympy.core.parameters import evaluate  # loaded: the caller is in it
+
+            with evaluate(True):
+                importlib.import_module(module)
+        return super().find_class(module, name)
 
 
 def _queue(data: bytes) -> int | None:

@@ -215,3 +215,41 @@ def test_no_worker_outlives_compute_even_when_interrupted():
         os.close(never[0])
         os.close(never[1])
     assert _open_fds() == fds
+
+
+def test_a_module_first_imported_by_a_result_is_built_evaluating(tmp_path, monkeypatch):
+    """A result whose class lives in a module only the worker imported: the module is
+    imported here while the results load unevaluated, but its own SymPy is evaluated as
+    on any import (its 2*(x + y) is 2*x + 2*y), and the result still as the worker
+    built it."""
+    name = f"rv_worker_module_{os.getpid()}"
+    (tmp_path / f"{name}.py").write_text(
+        "import sympy as sp\n"
+        "x, y = sp.symbols('x y')\n"
+        "DOUBLED = 2 * (x + y)\n"
+        "class Box:\n"
+        "    def __init__(self, e):\n"
+        "        self.e = e\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    meet = _Meet(2)   # the parent and the worker take a run each
+
+    def parent_waits(i: int) -> object:
+        meet(i)
+        if os.getpid() == PARENT:
+            return None
+        import importlib
+
+        return importlib.import_module(name).Box(sp.Mul(2, x + y, evaluate=False))
+
+    out = compute(parent_waits, list(range(8)), 2)
+    import sys
+
+    try:
+        module = sys.modules[name]
+        assert sp.srepr(module.DOUBLED) == sp.srepr(2 * x + 2 * y)
+        sent = [o for o in out if o is not None]
+        assert sent and all(sp.srepr(o.e) == sp.srepr(sp.Mul(2, x + y, evaluate=False))
+                            for o in sent)
+    finally:
+        sys.modules.pop(name, None)
