@@ -9,8 +9,10 @@ capacity and a decode step's traffic count both.
 
 The mixers' widths (:class:`Mamba2`, :class:`Mamba1`, :class:`GatedDeltaNet`,
 :class:`LightningAttention`, :class:`ShortConv`, :class:`SharedBlocks`) are plain data
-defined in :mod:`symroof.workloads.mixers`, below the workloads that read them; this
-module holds the model built on them and its counts, and re-exports them.
+defined in :mod:`symroof.workloads.mixers`, and the model's own data (its fields, the
+layer pattern and their checks) is :class:`symroof.workloads.shape.HybridShape`, both
+below the workloads that read them; this module holds the model built on them and its
+counts, and re-exports the mixers.
 
 >>> from symroof.symbols import L, D, dim
 >>> m = mamba2(layers=L, d_model=D, heads=dim("H"), head_dim=dim("P"), state=dim("N"))
@@ -28,7 +30,7 @@ from functools import cached_property
 import sympy as sp
 
 from symroof.errors import SymroofError
-from symroof.ir import Kind, as_dim, as_expr
+from symroof.ir import Kind, as_dim
 from symroof.models.config import TransformerModel, transformer
 from symroof.symbols import b as _b
 from symroof.workloads.builder import MIXERS, RECURRENT_MIXERS, LayerGroup
@@ -39,6 +41,7 @@ from symroof.workloads.mixers import (DECAY_GATES, OUT_GATES, GatedDeltaNet, Lig
                                       Mamba1, Mamba2, Scan, ScanChoices, SharedBlocks,
                                       ShortConv)
 from symroof.workloads.recurrent import STATE_NAMES
+from symroof.workloads.shape import HybridShape
 
 __all__ = ["Mamba2", "Mamba1", "GatedDeltaNet", "LightningAttention", "ShortConv",
            "SharedBlocks", "HybridModel", "hybrid", "mamba2", "pattern_groups", "MLP_KINDS"]
@@ -48,87 +51,14 @@ MLP_KINDS = ("dense", "moe", "none")
 
 
 @dataclass(frozen=True)
-class HybridModel(TransformerModel):
+class HybridModel(HybridShape, TransformerModel):
     """A transformer description with a layer pattern (``groups``, which must cover every
-    layer) and the Mamba-2 widths (``ssm``) its mamba layers use."""
+    layer) and the Mamba-2 widths (``ssm``) its mamba layers use.
 
-    ssm: Mamba2 | None = None
-    groups: tuple[LayerGroup, ...] = ()
-    short_conv: ShortConv | None = None
-    mamba1: Mamba1 | None = None
-    deltanet: GatedDeltaNet | None = None
-    attn_output_gate: bool = False  # sigmoid(x W_g) times attention's output (Qwen3-Next)
-    lightning: LightningAttention | None = None
-    zamba: SharedBlocks | None = None  # Zamba2's shared transformer blocks
-
-    def __post_init__(self) -> None:
-        where = f"model {self.name!r}"
-        if isinstance(self.groups, (tuple, list)):
-            object.__setattr__(self, "groups", tuple(
-                replace(g, count=as_dim(g.count, f"{where} layer pattern count"))
-                if isinstance(g, LayerGroup) else g for g in self.groups))
-        super().__post_init__()
-        if self.ssm is not None and not isinstance(self.ssm, Mamba2):
-            raise SymroofError(f"{where} ssm: expected a Mamba2, got {type(self.ssm).__name__}")
-        if not isinstance(self.groups, tuple) or not self.groups:
-            raise SymroofError(f"{where} layer pattern: expected a tuple of layer groups")
-        seen: set[str] = set()
-        for grp in self.groups:
-            self._check_group(grp, where)
-            if grp.prefix in seen:
-                raise SymroofError(f"{where} layer pattern: two groups of the kind "
-                                   f"{grp.prefix!r} (merge their counts)")
-            seen.add(grp.prefix)
-        covered = sp.expand(sp.Add(*(grp.count for grp in self.groups)))
-        if sp.expand(covered - self.layers) != 0:
-            raise SymroofError(f"{where} layer pattern: its groups cover {covered} layers, "
-                               f"the model has {self.layers} (num_hidden_layers)")
-
-    def _check_group(self, grp: LayerGroup, where: str) -> None:
-        if not isinstance(grp, LayerGroup):
-            raise SymroofError(f"{where} layer pattern: expected LayerGroup entries, got "
-                               f"{type(grp).__name__}")
-        if grp.mixer not in MIXERS:
-            raise SymroofError(f"{where} layer pattern mixer {grp.mixer!r}: expected one of "
-                               f"{', '.join(MIXERS)}")
-        if grp.mixer in ("mamba2", "parallel") and self.ssm is None:
-            raise SymroofError(f"{where} ssm: {grp.mixer} layers need the Mamba-2 widths")
-        if grp.mixer == "shortconv" and not isinstance(self.short_conv, ShortConv):
-            raise SymroofError(f"{where} short_conv: shortconv layers need a ShortConv")
-        if grp.mixer == "mamba1" and not isinstance(self.mamba1, Mamba1):
-            raise SymroofError(f"{where} mamba1: mamba1 layers need the Mamba-1 widths")
-        if grp.mixer == "deltanet" and not isinstance(self.deltanet, GatedDeltaNet):
-            raise SymroofError(f"{where} deltanet: deltanet layers need a GatedDeltaNet")
-        if grp.mixer == "lightning" and not isinstance(self.lightning, LightningAttention):
-            raise SymroofError(f"{where} lightning: lightning layers need a "
-                               "LightningAttention")
-        if grp.mixer == "zamba":
-            self._check_zamba(where)
-        if grp.mixer == "none" and not grp.ffn:
-            raise SymroofError(f"{where} layer pattern: a layer with neither mixer nor MLP")
-        if grp.moe and self.experts == 1:
-            raise SymroofError(f"{where} layer pattern: an experts layer needs experts > 1")
-        if grp.windowed and self.window is None:
-            raise SymroofError(f"{where} layer pattern: a windowed layer needs a window")
-        if as_expr(grp.count, f"{where} layer pattern count").is_positive is False:
-            raise SymroofError(f"{where} layer pattern: a group of {grp.count} layers")
-
-    def _check_zamba(self, where: str) -> None:
-        """Zamba2's hybrid layers: the shared blocks, the Mamba-2 widths, no MLP after."""
-        if not isinstance(self.zamba, SharedBlocks):
-            raise SymroofError(f"{where} zamba: zamba layers need the shared blocks "
-                               "(SharedBlocks)")
-        if self.ssm is None and self.mamba1 is None:
-            raise SymroofError(f"{where} ssm: zamba layers need the Mamba-2 (or Mamba-1) "
-                               "widths")
-        if any(g.mixer == "zamba" and g.ffn for g in self.groups):
-            raise SymroofError(f"{where} layer pattern: a zamba layer's MLP is in its shared "
-                               "block (ffn false)")
-
-    @cached_property
-    def layer_groups(self) -> tuple[LayerGroup, ...]:
-        """The layer pattern's groups."""
-        return self.groups
+    Its data (the fields, the pattern's checks, the layer groups) is a
+    :class:`~symroof.workloads.shape.HybridShape`, which the workload builders read; the
+    model adds the counts read off the graphs they build (parameters, the recurrent states'
+    and the KV cache's bytes) and the same model under other scan conventions."""
 
     def count_params(self, *, active: bool = False, input_embedding: bool = True) -> sp.Expr:
         """Parameters (see :meth:`TransformerModel.count_params`), read off a decode step's

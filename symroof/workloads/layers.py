@@ -38,7 +38,7 @@ from symroof.workloads.experts import moe_mlp
 from symroof.workloads.latent import latent_attention
 from symroof.workloads.recurrent import (deltanet_mixer, lightning_mixer, mamba1_mixer,
                                          mamba2_mixer, short_conv_mixer)
-from symroof.workloads.shape import ModelShape
+from symroof.workloads.shape import HybridShape, ModelShape
 from symroof.workloads.zamba import zamba_layer
 
 # TransformerShape and LatentShape: the old names of ModelShape and LatentAttention, kept
@@ -99,7 +99,7 @@ def _attention(b: Builder, h: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: s
     q = b.linear(h, "W_q", m.d_model, q_dim(m), "q_proj", m.qkv_bias)
     # Qwen3-Next: an output gate sigmoid(h W_g) per query channel (q_proj twice as wide)
     gate = b.linear(h, "W_q_gate", m.d_model, q_dim(m), "q_gate_proj", m.qkv_bias) \
-        if getattr(m, "attn_output_gate", False) else None
+        if isinstance(m, HybridShape) and m.attn_output_gate else None
     k = b.linear(h, "W_k", m.d_model, kv_dim(m), "k_proj", m.qkv_bias)
     v = b.linear(h, "W_v", m.d_model, kv_dim(m), "v_proj", m.qkv_bias)
     if m.qk_norm == "head":  # RMSNorm over each head's values (Qwen3, Gemma 3)

@@ -24,7 +24,7 @@ from symroof.passes.shard import Shard
 from symroof.workloads.builder import routed_d_ff
 from symroof.workloads.inference_layouts import accepting_layouts
 from symroof.workloads.recurrent import ssm_splits
-from symroof.workloads.shape import ModelShape
+from symroof.workloads.shape import HybridShape, ModelShape
 
 __all__ = ["check_layout", "valid_tp", "shard_model_graph"]
 
@@ -83,7 +83,7 @@ def check_layout(m: ModelShape, *, tp: object = 1, pp: object = 1,
 
 def _refuse_zamba(m: ModelShape, t: sp.Expr, p: sp.Expr, names: tuple[str, str, str]) -> None:
     """Zamba2's shared blocks (:mod:`symroof.workloads.zamba`) are not sharded."""
-    if getattr(m, "zamba", None) is None:
+    if not isinstance(m, HybridShape) or m.zamba is None:
         return
     if p != 1:
         raise SymroofError(f"{names[1]} {p}: not modelled for {m.name} (Zamba2): every hybrid "

@@ -65,6 +65,7 @@ from symroof.workloads.builder import Builder
 from symroof.workloads.mixers import (CbPer, ConvMixer, ConvOutputs, GatedDeltaNet,
                                       LightningAttention, Mamba1, Mamba2, Passing, Scan,
                                       ScanChoices, ShortConv)
+from symroof.workloads.shape import HybridShape
 
 __all__ = ["Scan", "CbPer", "Passing", "ConvOutputs", "ScanChoices", "SsmShape", "ConvShape",
            "mamba2_mixer", "short_conv_mixer", "mamba1_mixer", "Mamba1Shape", "DeltaShape",
@@ -111,11 +112,10 @@ def chunk_count(seq: sp.Expr, chunk: sp.Expr) -> sp.Expr:
 
 
 def _shape(b: Builder) -> Mamba2:
-    s = getattr(b.m, "ssm", None)
-    if not isinstance(s, Mamba2):
+    if not (isinstance(b.m, HybridShape) and isinstance(b.m.ssm, Mamba2)):
         raise SymroofError(f"model {b.m.name!r} ssm: a mamba2 layer group needs the model's "
                            "Mamba-2 widths (symroof.models.Mamba2)")
-    return s
+    return b.m.ssm
 
 
 def _state_bytes(b: Builder, value: sp.Expr | None) -> sp.Expr:
@@ -247,10 +247,10 @@ def short_conv_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     D -> 3D (B, C, x; counted as three blocks), the gate B x, a depthwise causal conv of K
     taps over the D channels (a GEMM over its windows, as in Mamba-2; decode reads and
     writes a K-wide conv state), the gate C y, the out-projection D -> D."""
-    s = getattr(b.m, "short_conv", None)
-    if not isinstance(s, ShortConv):
+    if not (isinstance(b.m, HybridShape) and isinstance(b.m.short_conv, ShortConv)):
         raise SymroofError(f"model {b.m.name!r} short_conv: a shortconv layer group needs "
                            "the model's short convolution (symroof.models.ShortConv)")
+    s = b.m.short_conv
     g, m = b.g, b.m
     d = m.d_model
     bg = b.linear(h, "W_B", d, d, "B_proj", s.conv_bias)
@@ -269,10 +269,10 @@ def mamba1_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     each), dt_proj R -> I with its bias, the recurrence over a state of N per channel
     (the sequential scan: there is no chunked form), D skip, the gate silu(z), and the
     out-projection I -> D. Falcon-Mamba's norms have no gains (``norm_weights``)."""
-    s = getattr(b.m, "mamba1", None)
-    if not isinstance(s, Mamba1):
+    if not (isinstance(b.m, HybridShape) and isinstance(b.m.mamba1, Mamba1)):
         raise SymroofError(f"model {b.m.name!r} mamba1: a mamba1 layer group needs the "
                            "model's Mamba-1 widths (symroof.models.Mamba1)")
+    s = b.m.mamba1
     g, m = b.g, b.m
     i, n, r = s.inner, s.state, s.dt_rank
     z = b.linear(h, "W_z", m.d_model, i, "z_proj", s.proj_bias)
@@ -422,13 +422,15 @@ def ssm_splits(m: object, tp: int) -> bool:
     """Whether ``tp`` devices split a model's recurrent layers evenly: Mamba-2 heads and
     groups, Mamba-1 channels, gated DeltaNet key (and value) heads, lightning heads (True
     for a model without them)."""
-    m1, dn, lt = (getattr(m, f, None) for f in ("mamba1", "deltanet", "lightning"))
+    if not isinstance(m, HybridShape):
+        return True
+    m1, dn, lt = m.mamba1, m.deltanet, m.lightning
     widths = ([m1.inner] if m1 is not None else []) + \
         ([dn.key_heads, dn.value_heads] if dn is not None else []) + \
         ([lt.heads] if lt is not None else [])
     if any(w.is_number and int(w) % tp for w in widths):
         return False
-    s = getattr(m, "ssm", None)
+    s = m.ssm
     if s is None:
         return True
     return all(not v.is_number or int(v) % tp == 0 for v in (s.heads, s.groups))
@@ -448,10 +450,10 @@ def deltanet_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     g = -exp(A) softplus(f + dt_bias) per key channel, f from the low-rank path
     D -> r -> H_v d_k (``decay_rank``); the output gate comes through D -> r' -> H_v d_v
     (``out_gate_rank``) with a sigmoid (``out_gate``); the state is decayed per row."""
-    s = getattr(b.m, "deltanet", None)
-    if not isinstance(s, GatedDeltaNet):
+    if not (isinstance(b.m, HybridShape) and isinstance(b.m.deltanet, GatedDeltaNet)):
         raise SymroofError(f"model {b.m.name!r} deltanet: a deltanet layer group needs the "
                            "model's gated DeltaNet widths (symroof.models.GatedDeltaNet)")
+    s = b.m.deltanet
     g, m = b.g, b.m
     hk, dk, hv, dv = s.key_heads, s.key_dim, s.value_heads, s.value_dim
     q = b.linear(h, "W_q", m.d_model, hk * dk, "q_proj", False)
@@ -622,11 +624,11 @@ def lightning_mixer(b: Builder, h: Tensor, *, batch: sp.Expr, seq: sp.Expr,
     convention), across blocks q times the state carried in and the state updated by
     k^T v (d x d); decode one step: S = r S + k^T v, o = q S; an RMSNorm over the H d
     outputs, times sigmoid of a gate projection D -> H d; the out-projection H d -> D."""
-    s = getattr(b.m, "lightning", None)
-    if not isinstance(s, LightningAttention):
+    if not (isinstance(b.m, HybridShape) and isinstance(b.m.lightning, LightningAttention)):
         raise SymroofError(f"model {b.m.name!r} lightning: a lightning layer group needs the "
                            "model's lightning attention widths "
                            "(symroof.models.LightningAttention)")
+    s = b.m.lightning
     g, m = b.g, b.m
     hd, d = s.heads, s.head_dim
     qkv = []

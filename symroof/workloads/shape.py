@@ -6,7 +6,9 @@ widths of Q, K and V).
 what is built on it; ``symroof.models.TransformerModel`` is a :class:`ModelShape` that
 adds the counts (parameters, bytes, KV-cache bytes) read off the graphs the workloads
 build. :class:`LayerGroup` is one kind of layer and how many of it there are, and
-:class:`LatentAttention` the widths of multi-head latent attention.
+:class:`LatentAttention` the widths of multi-head latent attention. :class:`HybridShape`
+is a hybrid's data: a :class:`ModelShape` with a layer pattern and its token mixers'
+widths (``symroof.models.hybrid.HybridModel`` adds the counts).
 
 >>> m = ModelShape("m", layers=4, d_model=64, heads=4, kv_heads=2, head_dim=16, d_ff=256,
 ...                window=8, window_layers=2)
@@ -16,7 +18,7 @@ build. :class:`LayerGroup` is one kind of layer and how many of it there are, an
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import sympy as sp
@@ -25,8 +27,11 @@ from symroof.errors import SymroofError
 from symroof.ir import as_dim, as_expr
 from symroof.options import Activation, MlpKind, Norm, Positions, QkNorm, option
 from symroof.symbols import b as _b
+from symroof.workloads.mixers import (GatedDeltaNet, LightningAttention, Mamba1, Mamba2,
+                                      SharedBlocks, ShortConv)
 
-__all__ = ["ModelShape", "LatentAttention", "LayerGroup", "MIXERS", "RECURRENT_MIXERS"]
+__all__ = ["ModelShape", "HybridShape", "LatentAttention", "LayerGroup", "MIXERS",
+           "RECURRENT_MIXERS"]
 
 _ZERO = sp.Integer(0)
 
@@ -308,6 +313,95 @@ class ModelShape:
                  (wl - wd, True, moe, False), (wd, True, False, True))
         return tuple(LayerGroup(sp.expand(n), w, e, d) for n, w, e, d in kinds
                      if sp.expand(n) != 0)
+
+
+@dataclass(frozen=True)
+class HybridShape(ModelShape):
+    """A hybrid model's data: a :class:`ModelShape` whose layers fall into ``groups`` (a
+    layer pattern, which must cover every layer) by token mixer and MLP, with the widths of
+    the mixers its groups run (:mod:`symroof.workloads.mixers`): ``ssm`` (Mamba-2),
+    ``short_conv``, ``mamba1``, ``deltanet``, ``lightning``, ``zamba`` (Zamba2's shared
+    blocks); ``attn_output_gate``: sigmoid(x W_g) times attention's output (Qwen3-Next).
+    ``symroof.models.hybrid.HybridModel`` is one with the counts; the builders read this.
+    """
+
+    ssm: Mamba2 | None = None
+    groups: tuple[LayerGroup, ...] = ()
+    short_conv: ShortConv | None = None
+    mamba1: Mamba1 | None = None
+    deltanet: GatedDeltaNet | None = None
+    attn_output_gate: bool = False  # sigmoid(x W_g) times attention's output (Qwen3-Next)
+    lightning: LightningAttention | None = None
+    zamba: SharedBlocks | None = None  # Zamba2's shared transformer blocks
+
+    def __post_init__(self) -> None:
+        where = f"model {self.name!r}"
+        if isinstance(self.groups, (tuple, list)):
+            object.__setattr__(self, "groups", tuple(
+                replace(g, count=as_dim(g.count, f"{where} layer pattern count"))
+                if isinstance(g, LayerGroup) else g for g in self.groups))
+        super().__post_init__()
+        if self.ssm is not None and not isinstance(self.ssm, Mamba2):
+            raise SymroofError(f"{where} ssm: expected a Mamba2, got {type(self.ssm).__name__}")
+        if not isinstance(self.groups, tuple) or not self.groups:
+            raise SymroofError(f"{where} layer pattern: expected a tuple of layer groups")
+        seen: set[str] = set()
+        for grp in self.groups:
+            self._check_group(grp, where)
+            if grp.prefix in seen:
+                raise SymroofError(f"{where} layer pattern: two groups of the kind "
+                                   f"{grp.prefix!r} (merge their counts)")
+            seen.add(grp.prefix)
+        covered = sp.expand(sp.Add(*(grp.count for grp in self.groups)))
+        if sp.expand(covered - self.layers) != 0:
+            raise SymroofError(f"{where} layer pattern: its groups cover {covered} layers, "
+                               f"the model has {self.layers} (num_hidden_layers)")
+
+    def _check_group(self, grp: LayerGroup, where: str) -> None:
+        if not isinstance(grp, LayerGroup):
+            raise SymroofError(f"{where} layer pattern: expected LayerGroup entries, got "
+                               f"{type(grp).__name__}")
+        if grp.mixer not in MIXERS:
+            raise SymroofError(f"{where} layer pattern mixer {grp.mixer!r}: expected one of "
+                               f"{', '.join(MIXERS)}")
+        if grp.mixer in ("mamba2", "parallel") and self.ssm is None:
+            raise SymroofError(f"{where} ssm: {grp.mixer} layers need the Mamba-2 widths")
+        if grp.mixer == "shortconv" and not isinstance(self.short_conv, ShortConv):
+            raise SymroofError(f"{where} short_conv: shortconv layers need a ShortConv")
+        if grp.mixer == "mamba1" and not isinstance(self.mamba1, Mamba1):
+            raise SymroofError(f"{where} mamba1: mamba1 layers need the Mamba-1 widths")
+        if grp.mixer == "deltanet" and not isinstance(self.deltanet, GatedDeltaNet):
+            raise SymroofError(f"{where} deltanet: deltanet layers need a GatedDeltaNet")
+        if grp.mixer == "lightning" and not isinstance(self.lightning, LightningAttention):
+            raise SymroofError(f"{where} lightning: lightning layers need a "
+                               "LightningAttention")
+        if grp.mixer == "zamba":
+            self._check_zamba(where)
+        if grp.mixer == "none" and not grp.ffn:
+            raise SymroofError(f"{where} layer pattern: a layer with neither mixer nor MLP")
+        if grp.moe and self.experts == 1:
+            raise SymroofError(f"{where} layer pattern: an experts layer needs experts > 1")
+        if grp.windowed and self.window is None:
+            raise SymroofError(f"{where} layer pattern: a windowed layer needs a window")
+        if as_expr(grp.count, f"{where} layer pattern count").is_positive is False:
+            raise SymroofError(f"{where} layer pattern: a group of {grp.count} layers")
+
+    def _check_zamba(self, where: str) -> None:
+        """Zamba2's hybrid layers: the shared blocks, the Mamba-2 widths, no MLP after."""
+        if not isinstance(self.zamba, SharedBlocks):
+            raise SymroofError(f"{where} zamba: zamba layers need the shared blocks "
+                               "(SharedBlocks)")
+        if self.ssm is None and self.mamba1 is None:
+            raise SymroofError(f"{where} ssm: zamba layers need the Mamba-2 (or Mamba-1) "
+                               "widths")
+        if any(g.mixer == "zamba" and g.ffn for g in self.groups):
+            raise SymroofError(f"{where} layer pattern: a zamba layer's MLP is in its shared "
+                               "block (ffn false)")
+
+    @cached_property
+    def layer_groups(self) -> tuple[LayerGroup, ...]:
+        """The layer pattern's groups."""
+        return self.groups
 
 
 def _count(value: object, what: str, zero: bool) -> sp.Expr:

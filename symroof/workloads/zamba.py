@@ -35,6 +35,7 @@ from symroof.workloads.builder import Builder, LayerGroup
 # their public paths
 from symroof.workloads.mixers import SharedBlocks
 from symroof.workloads.recurrent import mamba1_mixer, mamba2_mixer
+from symroof.workloads.shape import HybridShape
 
 __all__ = ["SharedBlocks", "zamba_layer"]
 
@@ -128,10 +129,10 @@ def zamba_layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: 
         raise SymroofError(f"model {m.name!r}: training graphs of Zamba2 are not modelled "
                            "(the backward pass does not sum the gradients that the token "
                            "embeddings and the shared blocks' weights receive at every use)")
-    z = getattr(m, "zamba", None)
-    if not isinstance(z, SharedBlocks):
+    if not (isinstance(m, HybridShape) and isinstance(m.zamba, SharedBlocks)):
         raise SymroofError(f"model {m.name!r} zamba: a zamba layer group needs the shared "
                            "blocks' widths (symroof.workloads.zamba.SharedBlocks)")
+    z = m.zamba
     if m.norm != "rmsnorm":
         raise SymroofError(f"model {m.name!r} norm: Zamba2's shared blocks use rmsnorm, got "
                            f"{m.norm!r}")
@@ -156,7 +157,7 @@ def zamba_layer(b: Builder, x: Tensor, grp: LayerGroup, *, batch: sp.Expr, seq: 
     u = g.elementwise(x, t, name=b.n("add_shared"), flops_per_element=fl.residual,
                       linear=True)
     # Zamba2: Mamba-2; Zamba: Mamba-1 (the model's mamba1 widths)
-    mixer = mamba1_mixer if getattr(m, "mamba1", None) is not None else mamba2_mixer
+    mixer = mamba1_mixer if m.mamba1 is not None else mamba2_mixer
     s = mixer(b, b.norm(u, "mamba_norm"), batch=batch, seq=seq, decode=decode)
     return g.elementwise(x, s, name=b.n("residual_mamba"), flops_per_element=fl.residual,
                          linear=True)

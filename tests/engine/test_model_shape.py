@@ -15,7 +15,7 @@ import sympy as sp
 from symroof.errors import SymroofError
 from symroof.models import TransformerModel, get, transformer
 from symroof.models.latent import LatentAttention as PublicLatent
-from symroof.symbols import B, D, H, L, S
+from symroof.symbols import B, D, H, L, S, b
 from symroof.workloads import builder, layers
 from symroof.workloads.shape import LatentAttention, ModelShape
 from symroof.workloads.transformer import decode, prefill
@@ -126,3 +126,67 @@ def test_builders_refuse_a_stand_in_for_a_mixer_by_name():
     with pytest.raises(SymroofError, match=r"^model 'm' mamba1: a mamba1 layer group needs "
                        r"the model's Mamba-1 widths \(symroof.models.Mamba1\)$"):
         mamba1_mixer(b, None, batch=one, seq=one, decode=True)  # type: ignore[arg-type]
+
+
+#: A hybrid's own fields: its layer pattern and its mixers' widths (HybridShape's, not a
+#: plain transformer's).
+_HYBRID_FIELDS = ("groups", "ssm", "mamba1", "deltanet", "lightning", "short_conv", "zamba",
+                  "attn_output_gate")
+
+
+def test_hybrid_model_is_its_shape_plus_counts():
+    """A HybridModel is a HybridShape (the data, below the workloads) plus its counts; a
+    bare HybridShape builds the model's graphs and is checked with its messages."""
+    from symroof.models.hybrid import HybridModel, mamba2
+    from symroof.workloads.builder import LayerGroup
+    from symroof.workloads.shape import HybridShape
+
+    m = mamba2(layers=L, d_model=D, heads=8, head_dim=16, state=32, chunk=64)
+    assert isinstance(m, HybridShape) and isinstance(m, TransformerModel)
+    assert HybridShape.__module__ == "symroof.workloads.shape"
+    assert [f.name for f in dataclasses.fields(HybridModel)] == \
+        [f.name for f in dataclasses.fields(HybridShape)]
+    assert [f.name for f in dataclasses.fields(HybridShape)][-8:] == [
+        "ssm", "groups", "short_conv", "mamba1", "deltanet", "attn_output_gate", "lightning",
+        "zamba"]
+    shape = HybridShape(**{f.name: getattr(m, f.name) for f in dataclasses.fields(HybridShape)})
+    assert shape.layer_groups == m.groups
+    assert not hasattr(shape, "state_bytes_per_sequence") and not hasattr(shape, "with_scan")
+    for build in (lambda x: prefill(x, B, 256), lambda x: decode(x, B, S)):
+        a, c = build(m), build(shape)
+        assert sp.cancel(a.flops - c.flops) == 0 and sp.cancel(a.bytes - c.bytes) == 0
+    # the count above reads those graphs: per layer the SSM state H P N and the conv
+    # state of K - 1 = 4 taps (the default) of x, B and C, H P + 2 G N (the module's doctest)
+    assert sp.cancel(m.state_bytes_per_sequence
+                     - L * (8 * 16 * 32 + 4 * (8 * 16 + 2 * 32)) * b) == 0
+    with pytest.raises(SymroofError, match=r"^model 'h' ssm: mamba2 layers need the Mamba-2 "
+                       r"widths$"):
+        HybridShape("h", layers=2, d_model=64, heads=8, kv_heads=8, head_dim=8, d_ff=256,
+                    groups=(LayerGroup(sp.Integer(2), mixer="mamba2", ffn=False),))
+    with pytest.raises(SymroofError, match=r"^model 'h' layer pattern: its groups cover 1 "
+                       r"layers, the model has 2 \(num_hidden_layers\)$"):
+        HybridShape("h", layers=2, d_model=64, heads=8, kv_heads=8, head_dim=8, d_ff=256,
+                    groups=(LayerGroup(sp.Integer(1)),))
+
+
+def test_builders_read_the_hybrid_fields_as_typed_fields():
+    """The builders read a hybrid's fields off HybridShape (after an isinstance check),
+    never with getattr and a default: no getattr on the model, none naming such a field."""
+    import ast
+    import inspect
+
+    from symroof.workloads import layers as layers_module
+    from symroof.workloads import parallel, recurrent, zamba
+
+    found = []
+    for module in (recurrent, zamba, layers_module, parallel):
+        for node in ast.walk(ast.parse(inspect.getsource(module))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("getattr", "hasattr") and node.args):
+                continue
+            target = ast.unparse(node.args[0])
+            name = node.args[1] if len(node.args) > 1 else None
+            if target in ("m", "b.m", "model") or (
+                    isinstance(name, ast.Constant) and name.value in _HYBRID_FIELDS):
+                found.append(f"{module.__name__}:{node.lineno} {ast.unparse(node)}")
+    assert not found, found
