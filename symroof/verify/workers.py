@@ -193,10 +193,12 @@ def _flush_std_streams() -> None:
             pass
 
 
-def _taken(queue: int) -> Iterator[int]:
+def _taken(queue: int, parent: int | None = None) -> Iterator[int]:
     """The items of each run this process takes from the queue, until it is empty (a read
-    of a few bytes from a pipe is atomic, so no two processes take one run)."""
-    while True:
+    of a few bytes from a pipe is atomic, so no two processes take one run); a worker
+    (``parent``: the pid that forked it) stops too once that process is gone (killed, as
+    by ``timeout``'s SIGTERM: nobody would read the rest)."""
+    while parent is None or os.getppid() == parent:
         data = os.read(queue, _RUN.size)
         if len(data) < _RUN.size:
             return
@@ -208,6 +210,7 @@ def _fork(fn: Callable[[T], R], items: Sequence[T], queue: int,
     """A worker that computes the runs it takes from ``queue``, added to ``children`` as
     its pid and the read end of the pipe it answers on."""
     read_end, write_end = os.pipe()
+    parent = os.getpid()
     try:
         with warnings.catch_warnings():  # Python 3.12 warns about fork with threads; none run
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -222,7 +225,7 @@ def _fork(fn: Callable[[T], R], items: Sequence[T], queue: int,
             os.close(read_end)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             sent: list[bytes] = []
-            for i in _taken(queue):
+            for i in _taken(queue, parent):
                 try:
                     sent.append(pickle.dumps((i, fn(items[i]))))
                 except Exception:  # noqa: BLE001 - the parent computes it again, and raises

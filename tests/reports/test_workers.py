@@ -253,3 +253,15 @@ def test_a_module_first_imported_by_a_result_is_built_evaluating(tmp_path, monke
                             for o in sent)
     finally:
         sys.modules.pop(name, None)
+
+
+def test_a_worker_whose_parent_is_gone_takes_no_more_runs():
+    from symroof.verify.workers import _queue, _taken
+
+    fd = _queue(b"".join(i.to_bytes(4, "big") for i in (0, 4, 4, 8)))
+    assert fd is not None
+    try:
+        assert list(_taken(fd, parent=os.getppid() + 10**7)) == []   # not its parent
+        assert list(_taken(fd, parent=os.getppid())) == [0, 1, 2, 3, 4, 5, 6, 7]
+    finally:
+        os.close(fd)
