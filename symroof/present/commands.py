@@ -10,6 +10,8 @@ back; formulas for people are in the textbook's shape and factor order.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -19,6 +21,8 @@ import sympy as sp
 from symroof.analysis import Analysis
 from symroof.errors import SymroofError
 from symroof.evaluate import Point, Roofline
+from symroof.models import PRESETS
+from symroof.models import get as get_model
 from symroof.present.formula import latex, text
 from symroof.present.numbers import json_number, text_number
 from symroof.present.records import (gigabytes, memory_line, seconds, serving_lines, to_dict,
@@ -79,14 +83,55 @@ def _subs(values: Mapping[sp.Symbol, sp.Expr]) -> dict[str, object]:
 # -- derive / eval -----------------------------------------------------------------
 
 
+def _plain(value: object) -> Any:
+    """A model field's value as JSON: numbers exact, symbols and enums by name."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, (int, float, sp.Number)):
+        return json_number(value)
+    if isinstance(value, sp.Basic):
+        return str(value)
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return str(value)
+
+
+def model_fields(model: object) -> dict[str, Any] | None:
+    """The fields that make a request's model, as JSON, where its name alone does not say
+    (None for no model, a name, or a shipped preset as it ships): a claim file's model
+    table, a configuration read from a file, or a preset with changed fields (then only
+    the fields that differ from the preset's, with ``"preset": True``)."""
+    if model is None or isinstance(model, str):
+        return None
+    name = getattr(model, "name", type(model).__name__)
+    preset: object = None
+    if name in PRESETS:
+        try:
+            preset = get_model(name)
+        except SymroofError:
+            preset = None
+    if preset == model or not dataclasses.is_dataclass(model) or isinstance(model, type):
+        return None
+    same = type(preset) is type(model)
+    fields = {f.name: _plain(getattr(model, f.name)) for f in dataclasses.fields(model)
+              if f.name != "name" and not (same and getattr(preset, f.name) ==
+                                           getattr(model, f.name))}
+    return {**({"preset": True} if same else {}), **fields}
+
+
 def request_doc(r: Request) -> dict[str, Any]:
     """The request a command ran, as JSON: what a reader needs to ask it again."""
     chip = r.chip if r.chip is None or isinstance(r.chip, str) else r.chip.name
     model = r.model if r.model is None or isinstance(r.model, str) else r.model.name
+    fields = model_fields(r.model)
     n = r.numerics
     return {"workload": r.workload,
             "options": {k: v if isinstance(v, (bool, int)) else str(v) for k, v in r.options},
-            "model": model,
+            "model": model, **({} if fields is None else {"model_fields": fields}),
             "layout": {"tp": r.layout.tp, "pp": r.layout.pp,
                        "microbatches": r.layout.microbatches,
                        "expert_reads": str(r.layout.expert_reads)},

@@ -69,6 +69,9 @@ def test_json_output_matches_the_library(capsys):
     req = doc["request"]
     assert req["workload"] == "training" and req["hardware"] == "a100-80gb"
     assert req["model"] == "gpt3-175b" and req["numerics"]["b"] == "bf16"
+    # the model is the preset with --dropout's fields changed: the request says which
+    assert req["model_fields"] == {"preset": True, "attention_dropout": 0.1,
+                                   "hidden_dropout": 0.1}
     assert req["options"] == {"recompute": "selective", "causal": "half", "fused": True}
 
 
