@@ -61,7 +61,28 @@ def available() -> int:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - macOS, Windows
         cores = os.cpu_count() or 1
-    return max(1, cores - _busy())
+    return max(1, min(cores, _quota(cores)) - _busy())
+
+
+def _quota(cores: int) -> int:
+    """The cores a container's CPU quota allows (cgroup v2 ``cpu.max``, or v1's
+    ``cfs_quota_us``/``cfs_period_us``), rounded up; ``cores`` where there is none: a
+    ``docker --cpus=2`` container on a large host sees every host core in its affinity."""
+    for path in ("/sys/fs/cgroup/cpu.max", "/sys/fs/cgroup/cpu/cpu.cfs_quota_us"):
+        try:
+            with open(path, encoding="ascii") as fh:
+                fields = fh.read().split()
+            if path.endswith("cpu.max"):
+                quota, period = fields[0], fields[1]
+            else:
+                with open("/sys/fs/cgroup/cpu/cpu.cfs_period_us", encoding="ascii") as fh:
+                    quota, period = fields[0], fh.read().split()[0]
+            if quota == "max" or int(quota) <= 0:
+                return cores
+            return max(1, -(-int(quota) // int(period)))
+        except (OSError, IndexError, ValueError, ZeroDivisionError):
+            continue
+    return cores
 
 
 def _busy() -> int:

@@ -265,3 +265,31 @@ def test_a_worker_whose_parent_is_gone_takes_no_more_runs():
         assert list(_taken(fd, parent=os.getppid())) == [0, 1, 2, 3, 4, 5, 6, 7]
     finally:
         os.close(fd)
+
+
+def test_a_containers_cpu_quota_caps_the_cores(monkeypatch):
+    from symroof.verify import workers
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    monkeypatch.setattr(workers, "_busy", lambda: 0)
+    files: dict[str, str] = {}
+
+    def fake_open(path, *args, **kwargs):
+        if path not in files:
+            raise FileNotFoundError(path)
+        return io.StringIO(files[path])
+
+    monkeypatch.setattr(workers, "open", fake_open, raising=False)
+    assert available() == 16                                   # no cgroup files
+    files["/sys/fs/cgroup/cpu.max"] = "max 100000\n"
+    assert available() == 16                                   # v2, no quota
+    files["/sys/fs/cgroup/cpu.max"] = "200000 100000\n"
+    assert available() == 2                                    # v2: docker --cpus=2
+    files["/sys/fs/cgroup/cpu.max"] = "150000 100000\n"
+    assert available() == 2                                    # 1.5 cores: rounded up
+    del files["/sys/fs/cgroup/cpu.max"]
+    files["/sys/fs/cgroup/cpu/cpu.cfs_quota_us"] = "400000\n"
+    files["/sys/fs/cgroup/cpu/cpu.cfs_period_us"] = "100000\n"
+    assert available() == 4                                    # v1
+    files["/sys/fs/cgroup/cpu/cpu.cfs_quota_us"] = "-1\n"
+    assert available() == 16                                   # v1, no quota
